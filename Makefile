@@ -1,0 +1,117 @@
+# heapprof build. `make` builds the libraries and the CLI, `make test` runs
+# every test, `make demo` profiles the bundled example. The test and demo
+# targets install missing Debian packages first (apt-get, as root).
+#
+#   build/libheapprof.so  preload / link library: capture + format + serve
+#   build/libheapprof.a   the same, for static linking
+#   build/heapprof        the CLI: format + ops + cli (never capture code)
+
+CC      ?= gcc
+ifeq ($(origin CC),default)
+CC      := gcc
+endif
+CXX     ?= g++
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+ALLCFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden \
+	-Iinclude -Isrc/common -Isrc/format -MMD -MP
+LIBS    := -lz -lm -ldl -lpthread
+
+B := build
+
+COMMON_SRC  := $(wildcard src/common/*.c)
+FORMAT_SRC  := $(wildcard src/format/*.c)
+OPS_SRC     := $(wildcard src/ops/*.c)
+COLLECT_SRC := $(wildcard src/collect/*.c)
+SERVE_SRC   := $(wildcard src/serve/*.c)
+CLI_SRC     := $(wildcard cli/*.c)
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+COMMON_OBJ  := $(call obj,$(COMMON_SRC))
+FORMAT_OBJ  := $(call obj,$(FORMAT_SRC))
+OPS_OBJ     := $(call obj,$(OPS_SRC))
+COLLECT_OBJ := $(call obj,$(COLLECT_SRC))
+SERVE_OBJ   := $(call obj,$(SERVE_SRC))
+CLI_OBJ     := $(call obj,$(CLI_SRC))
+
+# The tool half: everything a profile-processing program needs.
+TOOL_OBJ := $(COMMON_OBJ) $(FORMAT_OBJ) $(OPS_OBJ)
+# The in-process half.
+LIB_OBJ  := $(COMMON_OBJ) $(FORMAT_OBJ) $(OPS_OBJ) $(COLLECT_OBJ) $(SERVE_OBJ)
+# Capture objects without the malloc symbols, for unit tests of collect/.
+COLLECT_NOINTERPOSE_OBJ := $(filter-out $(B)/obj/src/collect/interpose.o,$(COLLECT_OBJ))
+
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+ITEST_C  := $(wildcard tests/integration/prog_*.c)
+ITEST_CC := $(wildcard tests/integration/prog_*.cc)
+ITEST_BIN := $(patsubst tests/integration/%.c,$(B)/tests/%,$(ITEST_C)) \
+	$(patsubst tests/integration/%.cc,$(B)/tests/%,$(ITEST_CC))
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
+
+.PHONY: all test demo deps deps-test clean fuzz bench
+all: $(B)/libheapprof.so $(B)/libheapprof.a $(B)/heapprof
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -c $< -o $@
+
+$(B)/libheapprof.so: $(LIB_OBJ)
+	$(CC) -shared -Wl,-z,nodelete -o $@ $^ $(LIBS)
+
+$(B)/libheapprof.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/heapprof: $(CLI_OBJ) $(TOOL_OBJ)
+	$(CC) -o $@ $^ -lz -lm
+
+# Unit tests: test_collect_* link the capture modules (without interpose.o).
+$(B)/tests/test_collect_%: tests/unit/test_collect_%.c $(COLLECT_NOINTERPOSE_OBJ) $(TOOL_OBJ) $(SERVE_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -Itests -Isrc/collect -o $@ $^ $(LIBS)
+$(B)/tests/test_%: tests/unit/test_%.c $(TOOL_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -Itests -Isrc/ops -o $@ $^ $(LIBS)
+# Integration programs: plain programs, profiled from outside. -O1 and frame
+# pointers so known call sites stay distinct and both unwinders work.
+$(B)/tests/prog_%: tests/integration/prog_%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -Iinclude -o $@ $< -lpthread -ldl
+$(B)/tests/prog_%: tests/integration/prog_%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lpthread
+$(B)/bench/%: bench/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -o $@ $< -lpthread -ldl -lm
+$(B)/examples/leaky: examples/leaky.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -o $@ $< -lpthread
+
+# Debian packages: what building needs, and what the tests need on top.
+DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libunwind8
+DEBS_TEST  := golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
+	python3 sqlite3 procps
+deps:
+	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh
+deps-test:
+	@DEBS="$(DEBS_BUILD) $(DEBS_TEST)" sh tools/apt-ensure.sh
+
+test: deps-test
+	$(MAKE) all tests-build
+	sh tests/run.sh
+
+tests-build: $(UNIT_BIN) $(ITEST_BIN) $(BENCH_BIN) $(B)/examples/leaky
+
+demo: deps
+	$(MAKE) all $(B)/examples/leaky
+	sh examples/demo.sh
+
+bench: all $(BENCH_BIN)
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,155 @@
+/*
+ * heapprof.h: the public C API of heapprof.
+ *
+ * Every function returns 0 (or a non-negative count) on success and a
+ * negative error code on failure: -errno for system errors, HEAPPROF_E* for
+ * format errors. heapprof_strerror() turns either into text.
+ *
+ * Sections: errors; profiling the current process (libheapprof.so / .a);
+ * encoding heap records of your own allocator; pprof toolkit (decode, delta,
+ * merge).
+ */
+#ifndef HEAPPROF_H
+#define HEAPPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef HEAPPROF_API
+#define HEAPPROF_API __attribute__((visibility("default")))
+#endif
+
+#define HEAPPROF_VERSION_MAJOR 0
+#define HEAPPROF_VERSION_MINOR 1
+
+/* ------------------------------------------------------------------------
+ * Errors
+ * ---------------------------------------------------------------------- */
+
+enum {
+	HEAPPROF_EFORMAT = -4000,   /* malformed profile */
+	HEAPPROF_ETRUNC = -4001,    /* input ends inside a value */
+	HEAPPROF_EVARINT = -4002,   /* varint longer than 10 bytes */
+	HEAPPROF_EWIRETYPE = -4003, /* wire type 3, 4, 6 or 7, or wrong for the field */
+	HEAPPROF_ELENGTH = -4004,   /* length past the end of the enclosing message */
+	HEAPPROF_EINDEX = -4005,    /* string index out of range */
+	HEAPPROF_EID = -4006,       /* id 0, duplicate, or unresolvable */
+	HEAPPROF_EVALUES = -4007,   /* len(sample.value) != len(sample_type) */
+	HEAPPROF_ETOOBIG = -4008,   /* decompressed size past the limit */
+	HEAPPROF_EGZIP = -4009,     /* corrupt gzip stream */
+	HEAPPROF_ESTRING0 = -4010,  /* string_table[0] != "" */
+	HEAPPROF_ETYPES = -4011,    /* sample types or period types differ */
+	HEAPPROF_ECONCAT = -4012,   /* two time_nanos fields: concatenated input */
+	HEAPPROF_EEMPTY = -4013,    /* empty input */
+	HEAPPROF_ENOTINIT = -4014,  /* the profiler is not loaded in this process */
+	HEAPPROF_EOVERFLOW = -4015, /* a count or size overflowed */
+};
+
+/*! heapprof_strerror() :
+ *  @return : a static, human-readable description of `err`. Never NULL. */
+HEAPPROF_API const char *heapprof_strerror(int err);
+
+/* Output callback: write `len` bytes; return 0 or a negative error code. */
+typedef int(heapprof_write_fn)(void *arg, const void *buf, size_t len);
+
+/* ------------------------------------------------------------------------
+ * Profiling this process (libheapprof.so preloaded, or libheapprof.a linked)
+ * ---------------------------------------------------------------------- */
+
+/*! heapprof_active() :
+ *  @return : 1 if the profiler is installed and sampling, 0 if not. */
+HEAPPROF_API int heapprof_active(void);
+
+/*! heapprof_dump() :
+ *  Writes the current heap profile through `write`: gzip'd profile.proto,
+ *  or the legacy text form if `text` is nonzero.
+ *  @return : 0, or a negative error code. */
+HEAPPROF_API int heapprof_dump(heapprof_write_fn *write, void *arg, int text);
+
+/*! heapprof_dump_file() :
+ *  Writes the current heap profile to `path` (NULL: the HEAPPROF_OUT template),
+ *  through a temporary file and rename(), so readers never see a torn file.
+ *  @return : 0, or a negative error code. */
+HEAPPROF_API int heapprof_dump_file(const char *path);
+
+/*! heapprof_set_sample_rate() :
+ *  Mean bytes between samples (1: every allocation; 0: stop sampling). Takes
+ *  effect in each thread at its next sample. @return : 0 or -EINVAL. */
+HEAPPROF_API int heapprof_set_sample_rate(uint64_t bytes);
+
+/*! heapprof_sample_rate() : @return : the current mean sampling interval. */
+HEAPPROF_API uint64_t heapprof_sample_rate(void);
+
+/* ------------------------------------------------------------------------
+ * Encoding heap records (for programs with their own allocators)
+ * ---------------------------------------------------------------------- */
+
+/* One bucket of sampled allocations, as Go's runtime.MemProfileRecord:
+ * counts of *sampled* objects and bytes. The encoder unsamples them. */
+typedef struct heapprof_record {
+	int64_t alloc_objects;
+	int64_t alloc_bytes;
+	int64_t free_objects;
+	int64_t free_bytes;
+	const uint64_t *stack; /* leaf first; addresses as pprof wants them
+	                        * (call sites: return address - 1) */
+	size_t depth;
+} heapprof_record;
+
+/* An executable mapping of the profiled process. */
+typedef struct heapprof_mapping {
+	uint64_t start, limit, offset;
+	const char *file;     /* absolute path, or NULL */
+	const char *build_id; /* hex GNU build id, or NULL */
+} heapprof_mapping;
+
+/* Optional symbolizer: the name of the function containing `addr` in the
+ * mapping `m` (or NULL). The string must stay valid until the encoder returns. */
+typedef const char *(heapprof_symbolize_fn)(void *arg, uint64_t addr,
+                                            const heapprof_mapping *m);
+
+typedef struct heapprof_heap_profile {
+	const heapprof_record *records;
+	size_t nrecords;
+	int64_t rate;       /* mean sampling interval in bytes (period) */
+	int64_t time_nanos; /* wall-clock time of the snapshot */
+	const heapprof_mapping *mappings; /* mappings[0] = main binary */
+	size_t nmappings;
+	heapprof_symbolize_fn *symbolize; /* may be NULL */
+	void *symbolize_arg;
+	const char *const *comments; /* may be NULL */
+	size_t ncomments;
+} heapprof_heap_profile;
+
+#define HEAPPROF_ENCODE_GZIP 1u /* gzip the output (pprof's default form) */
+
+/*! heapprof_encode_heap() :
+ *  Encodes `p` as a pprof heap profile (alloc_objects, alloc_space,
+ *  inuse_objects, inuse_space; period space/bytes) with values unsampled as
+ *  Go's scaleHeapSample does, and writes it through `write`.
+ *  @return : 0, or a negative error code. */
+HEAPPROF_API int heapprof_encode_heap(const heapprof_heap_profile *p,
+                                      unsigned flags, heapprof_write_fn *write,
+                                      void *arg);
+
+/*! heapprof_encode_heap_text() :
+ *  Writes `p` in the legacy text form: a `heap_v2/RATE` header, raw sampled
+ *  counts (readers unsample them), return addresses, and a MAPPED_LIBRARIES:
+ *  section. @return : 0, or a negative error code. */
+HEAPPROF_API int heapprof_encode_heap_text(const heapprof_heap_profile *p,
+                                           heapprof_write_fn *write, void *arg);
+
+/*! heapprof_scale_heap_sample() :
+ *  Go's scaleHeapSample: unsamples (count, size) sampled at mean `rate`. */
+HEAPPROF_API void heapprof_scale_heap_sample(int64_t count, int64_t size,
+                                             int64_t rate, int64_t *out_count,
+                                             int64_t *out_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

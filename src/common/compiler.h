@@ -1,0 +1,25 @@
+/*
+ * compiler.h: branch hints, inlining and visibility macros shared by every
+ * part of heapprof. Depends on nothing.
+ */
+#ifndef HEAPPROF_COMPILER_H
+#define HEAPPROF_COMPILER_H
+
+#define HP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define HP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define HP_INLINE static inline __attribute__((always_inline))
+#define HP_NOINLINE __attribute__((noinline))
+#define HP_HIDDEN __attribute__((visibility("hidden")))
+#define HP_EXPORT __attribute__((visibility("default")))
+#define HP_UNUSED __attribute__((unused))
+#define HP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Propagate a negative error code: TRY(f(x)); */
+#define HP_TRY(expr)                                                           \
+	do {                                                                   \
+		int hp_try_rc_ = (expr);                                       \
+		if (HP_UNLIKELY(hp_try_rc_ < 0))                               \
+			return hp_try_rc_;                                     \
+	} while (0)
+
+#endif

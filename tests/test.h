@@ -1,0 +1,80 @@
+/*
+ * test.h: the unit-test harness. TEST(name) defines a case, RUN(name) runs
+ * it; CHECK* record a failure and go on, REQUIRE* end the case. Each case
+ * prints "PASS name" or "FAIL name"; tests/run.sh counts those lines.
+ */
+#ifndef HEAPPROF_TEST_H
+#define HEAPPROF_TEST_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int t_failed_total, t_passed_total, t_case_failed;
+
+#define TEST(name) static void test_##name(void)
+
+#define RUN(name)                                                              \
+	do {                                                                   \
+		t_case_failed = 0;                                             \
+		test_##name();                                                 \
+		if (t_case_failed) {                                           \
+			t_failed_total++;                                      \
+			printf("FAIL %s\n", #name);                            \
+		} else {                                                       \
+			t_passed_total++;                                      \
+			printf("PASS %s\n", #name);                            \
+		}                                                              \
+		fflush(stdout);                                                \
+	} while (0)
+
+#define T_FAIL(...)                                                            \
+	do {                                                                   \
+		fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);              \
+		fprintf(stderr, __VA_ARGS__);                                  \
+		fprintf(stderr, "\n");                                         \
+		t_case_failed = 1;                                             \
+	} while (0)
+
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond))                                                   \
+			T_FAIL("check failed: %s", #cond);                     \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                         \
+	do {                                                                   \
+		long long t_a_ = (long long)(a), t_b_ = (long long)(b);        \
+		if (t_a_ != t_b_)                                              \
+			T_FAIL("%s == %s: %lld != %lld", #a, #b, t_a_, t_b_);  \
+	} while (0)
+
+#define CHECK_STR(a, b)                                                        \
+	do {                                                                   \
+		const char *t_a_ = (a), *t_b_ = (b);                           \
+		if (!t_a_ || !t_b_ || strcmp(t_a_, t_b_) != 0)                 \
+			T_FAIL("%s == %s: \"%s\" != \"%s\"", #a, #b,           \
+			       t_a_ ? t_a_ : "(null)", t_b_ ? t_b_ : "(null)");\
+	} while (0)
+
+#define REQUIRE(cond)                                                          \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			T_FAIL("required: %s", #cond);                         \
+			return;                                                \
+		}                                                              \
+	} while (0)
+
+#define REQUIRE_OK(expr)                                                       \
+	do {                                                                   \
+		int t_rc_ = (expr);                                            \
+		if (t_rc_ < 0) {                                               \
+			T_FAIL("%s failed: %d", #expr, t_rc_);                 \
+			return;                                                \
+		}                                                              \
+	} while (0)
+
+#define TEST_MAIN_END() return t_failed_total ? 1 : 0
+
+#endif
