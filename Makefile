@@ -114,4 +114,11 @@ bench: all $(BENCH_BIN)
 clean:
 	rm -rf $(B)
 
+# Go oracle helper for the tests, built offline against Debian's
+# golang-github-google-pprof-dev (tests/oracle/lib.sh builds it on demand too).
+$(B)/pprofcheck: tests/oracle/pprofcheck/main.go
+	@mkdir -p $(B)/gocache
+	cd tests/oracle/pprofcheck && GO111MODULE=off GOPATH=/usr/share/gocode \
+		GOFLAGS= GOPROXY=off GOCACHE=$(CURDIR)/$(B)/gocache go build -o $(CURDIR)/$@ .
+
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
