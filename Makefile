@@ -86,6 +86,12 @@ $(B)/tests/prog_%: tests/integration/prog_%.cc
 $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -o $@ $< -lpthread -ldl -lm
+# The floor for the capture benchmarks: a bare forwarding malloc shim. It lives
+# in bench/shim/ so the bench/*.c wildcard above does not build it as a program.
+$(B)/bench/libshim.so: bench/shim/shim.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -fPIC -shared -fvisibility=hidden -o $@ $< -ldl
+bench: $(B)/bench/libshim.so
 $(B)/examples/leaky: examples/leaky.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -o $@ $< -lpthread
