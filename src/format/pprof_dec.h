@@ -100,6 +100,7 @@ typedef struct pprof_mapping {
  * heapprof__pprof_sample_next()/..._sample_at() call on the same decoder. */
 typedef struct pprof_sample {
 	const uint64_t *location_ids; /* leaf first */
+	const uint32_t *location_index; /* index into d->locs of each id */
 	size_t nlocations;
 	const int64_t *values; /* exactly d->ntypes of them */
 	size_t nvalues;
@@ -119,7 +120,8 @@ typedef struct pprof_rec {
 /* id -> record index table (internal layout; use heapprof__pprof_find_*). */
 typedef struct pprof_idmap {
 	uint32_t *slots; /* dense: slots[id] = index + 1; hashed: index + 1 */
-	size_t nslots;
+	size_t nslots; /* allocated */
+	size_t used;   /* in use: max id + 1 (dense) or a power of two */
 	bool dense;
 } pprof_idmap;
 
@@ -156,6 +158,7 @@ typedef struct pprof_dec {
 	uint32_t first_sample, end_sample; /* byte range holding the samples */
 	/* sample / location scratch */
 	uint64_t *s_locs;
+	uint32_t *s_lidx;
 	int64_t *s_vals;
 	pprof_label *s_labels;
 	pprof_line *l_lines;

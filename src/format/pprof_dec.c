@@ -1,0 +1,810 @@
+/*
+ * pprof_dec.c: the streaming profile.proto decoder (see pprof_dec.h): the
+ * index pass, CheckValid-equivalent validation, id tables, and the sample,
+ * location, function and mapping decoders. Gzip input is inflated by
+ * pprof_inflate.c into the decoder's reusable buffer.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "heapprof.h"
+#include "pprof_dec.h"
+#include "gz.h"
+#include "pprof_inflate.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static int
+grow(pprof_dec *d, void *pp, size_t *cap, size_t need, size_t elem)
+{
+	void **p = pp;
+	if (HP_LIKELY(need <= *cap))
+		return 0;
+	size_t ncap = *cap ? *cap : 16;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / elem)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	void *np = d->realloc_fn(d->realloc_ctx, *p, *cap * elem, ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+static void
+release(pprof_dec *d, void *pp, size_t bytes)
+{
+	void **p = pp;
+	if (*p)
+		d->realloc_fn(d->realloc_ctx, *p, bytes, 0);
+	*p = NULL;
+}
+
+/* Varint with a one-byte fast path. */
+HP_INLINE int
+rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	if (HP_LIKELY(p < end && *p < 0x80)) {
+		*out = *p;
+		*pp = p + 1;
+		return 0;
+	}
+	pb_reader r = {p, end};
+	int rc = heapprof__pb_read_varint(&r, out);
+	*pp = r.p;
+	return rc;
+}
+
+/* A string index field: must fit 32 bits (negative int64 does not). */
+HP_INLINE int
+str_idx(uint64_t v, uint32_t *out)
+{
+	if (v > UINT32_MAX)
+		return HEAPPROF_EINDEX;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+HP_INLINE int
+want(const pb_field *f, int wire)
+{
+	return f->wire == wire ? 0 : HEAPPROF_EWIRETYPE;
+}
+
+/* ------------------------------------------------------------ id maps */
+
+HP_INLINE size_t
+id_hash(uint64_t id)
+{
+	id ^= id >> 33;
+	id *= 0xff51afd7ed558ccdULL;
+	id ^= id >> 29;
+	return (size_t)id;
+}
+
+static int
+idmap_build(pprof_dec *d, pprof_idmap *m, const pprof_rec *recs, size_t n)
+{
+	uint64_t max = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (recs[i].id == 0)
+			return HEAPPROF_EID;
+		if (recs[i].id > max)
+			max = recs[i].id;
+	}
+	size_t cap = m->nslots;
+	size_t want_slots;
+	if (max <= 2 * (uint64_t)n + 64) {
+		m->dense = true;
+		want_slots = (size_t)max + 1;
+	} else {
+		m->dense = false;
+		want_slots = 64;
+		while (want_slots < 2 * n)
+			want_slots *= 2;
+	}
+	/* nslots doubles as the capacity: keep the larger allocation. */
+	if (want_slots > cap) {
+		void *np = d->realloc_fn(d->realloc_ctx, m->slots,
+		                         cap * sizeof(uint32_t),
+		                         want_slots * sizeof(uint32_t));
+		if (!np)
+			return -ENOMEM;
+		m->slots = np;
+		cap = want_slots;
+	}
+	m->nslots = cap;
+	/* Only the first want_slots entries are in use. */
+	memset(m->slots, 0, want_slots * sizeof(uint32_t));
+	size_t mask = want_slots - 1;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t id = recs[i].id;
+		if (m->dense) {
+			if (m->slots[id])
+				return HEAPPROF_EID;
+			m->slots[id] = (uint32_t)i + 1;
+			continue;
+		}
+		size_t h = id_hash(id) & mask;
+		while (m->slots[h]) {
+			if (recs[m->slots[h] - 1].id == id)
+				return HEAPPROF_EID;
+			h = (h + 1) & mask;
+		}
+		m->slots[h] = (uint32_t)i + 1;
+	}
+	m->used = want_slots;
+	return 0;
+}
+
+HP_INLINE long
+idmap_find(const pprof_idmap *m, const pprof_rec *recs, uint64_t id)
+{
+	if (m->dense) {
+		if (id == 0 || id >= m->used)
+			return -1;
+		return (long)m->slots[id] - 1;
+	}
+	if (id == 0 || m->used == 0)
+		return -1;
+	size_t mask = m->used - 1;
+	size_t h = id_hash(id) & mask;
+	while (m->slots[h]) {
+		uint32_t i = m->slots[h] - 1;
+		if (recs[i].id == id)
+			return (long)i;
+		h = (h + 1) & mask;
+	}
+	return -1;
+}
+
+long
+heapprof__pprof_find_location(const pprof_dec *d, uint64_t id)
+{
+	return idmap_find(&d->loc_ids, d->locs, id);
+}
+
+long
+heapprof__pprof_find_function(const pprof_dec *d, uint64_t id)
+{
+	return idmap_find(&d->func_ids, d->funcs, id);
+}
+
+long
+heapprof__pprof_find_mapping(const pprof_dec *d, uint64_t id)
+{
+	return idmap_find(&d->map_ids, d->maps, id);
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+void
+heapprof__pprof_dec_init(pprof_dec *d, pb_realloc_fn *rf, void *rctx)
+{
+	memset(d, 0, sizeof(*d));
+	d->limit = PPROF_DEC_DEFAULT_LIMIT;
+	d->realloc_fn = rf ? rf : heapprof__pb_libc_realloc;
+	d->realloc_ctx = rctx;
+}
+
+void
+heapprof__pprof_dec_free(pprof_dec *d)
+{
+	release(d, &d->str.off, d->str.cap * sizeof(uint32_t));
+	release(d, &d->str.len, d->str.cap * sizeof(uint32_t));
+	release(d, &d->types, d->types_cap * sizeof(*d->types));
+	release(d, &d->comments, d->comments_cap * sizeof(*d->comments));
+	release(d, &d->locs, d->locs_cap * sizeof(*d->locs));
+	release(d, &d->loc_addr, d->locs_cap * sizeof(*d->loc_addr));
+	release(d, &d->funcs, d->funcs_cap * sizeof(*d->funcs));
+	release(d, &d->maps, d->maps_cap * sizeof(*d->maps));
+	release(d, &d->loc_ids.slots, d->loc_ids.nslots * sizeof(uint32_t));
+	release(d, &d->func_ids.slots, d->func_ids.nslots * sizeof(uint32_t));
+	release(d, &d->map_ids.slots, d->map_ids.nslots * sizeof(uint32_t));
+	release(d, &d->s_locs, d->s_locs_cap * sizeof(*d->s_locs));
+	release(d, &d->s_lidx, d->s_locs_cap * sizeof(*d->s_lidx));
+	release(d, &d->s_vals, d->s_vals_cap * sizeof(*d->s_vals));
+	release(d, &d->s_labels, d->s_labels_cap * sizeof(*d->s_labels));
+	release(d, &d->l_lines, d->l_lines_cap * sizeof(*d->l_lines));
+	heapprof__pprof_inflate_free(d);
+	pb_realloc_fn *rf = d->realloc_fn;
+	void *rctx = d->realloc_ctx;
+	size_t limit = d->limit;
+	heapprof__pprof_dec_init(d, rf, rctx);
+	d->limit = limit;
+}
+
+static void
+clear_profile(pprof_dec *d)
+{
+	d->buf = NULL;
+	d->len = 0;
+	d->was_gzip = false;
+	d->ntypes = d->ncomments = d->nstrings = d->nsamples = 0;
+	d->nlocs = d->nfuncs = d->nmaps = 0;
+	d->period_type.type = d->period_type.unit = 0;
+	d->period = d->time_nanos = d->duration_nanos = 0;
+	d->drop_frames = d->keep_frames = 0;
+	d->default_sample_type = d->doc_url = 0;
+	d->first_sample = d->end_sample = 0;
+	d->loc_ids.used = d->func_ids.used = d->map_ids.used = 0;
+	d->loc_ids.dense = d->func_ids.dense = d->map_ids.dense = false;
+}
+
+/* ------------------------------------------------------------ index pass */
+
+static int
+parse_value_type(const pb_field *f, pprof_value_type *vt)
+{
+	HP_TRY(want(f, PB_LEN));
+	pb_reader r;
+	pb_field g;
+	heapprof__pb_reader_init(&r, f->data, f->len);
+	vt->type = vt->unit = 0;
+	while (heapprof__pb_more(&r)) {
+		HP_TRY(heapprof__pb_next(&r, &g));
+		if (g.num == 1 || g.num == 2) {
+			HP_TRY(want(&g, PB_VARINT));
+			HP_TRY(str_idx(g.v, g.num == 1 ? &vt->type : &vt->unit));
+		}
+	}
+	return 0;
+}
+
+/* Id (field 1) and, for locations, address (field 3) of a message. */
+static int
+parse_id(const pb_field *f, uint64_t *id, uint64_t *addr)
+{
+	HP_TRY(want(f, PB_LEN));
+	pb_reader r;
+	pb_field g;
+	heapprof__pb_reader_init(&r, f->data, f->len);
+	*id = 0;
+	if (addr)
+		*addr = 0;
+	while (heapprof__pb_more(&r)) {
+		HP_TRY(heapprof__pb_next(&r, &g));
+		if (g.num == 1) {
+			HP_TRY(want(&g, PB_VARINT));
+			*id = g.v;
+		} else if (g.num == 3 && addr) {
+			HP_TRY(want(&g, PB_VARINT));
+			*addr = g.v;
+		}
+	}
+	return 0;
+}
+
+static int
+push_rec(pprof_dec *d, pprof_rec **recs, size_t *n, size_t *cap,
+         const pb_field *f, bool is_loc)
+{
+	uint64_t id, addr;
+	HP_TRY(parse_id(f, &id, is_loc ? &addr : NULL));
+	if (*n + 1 > *cap) {
+		/* locs and loc_addr share locs_cap; the cap only moves once
+		 * both have grown (same doubling policy, same result). */
+		size_t c = *cap, c2 = *cap;
+		HP_TRY(grow(d, recs, &c, *n + 1, sizeof(pprof_rec)));
+		if (is_loc)
+			HP_TRY(grow(d, &d->loc_addr, &c2, *n + 1,
+			            sizeof(uint64_t)));
+		*cap = c;
+	}
+	if (is_loc)
+		d->loc_addr[*n] = addr;
+	pprof_rec *rc = &(*recs)[(*n)++];
+	rc->id = id;
+	rc->off = (uint32_t)(f->data - d->buf);
+	rc->len = (uint32_t)f->len;
+	return 0;
+}
+
+static int
+index_pass(pprof_dec *d)
+{
+	pb_reader r;
+	pb_field f;
+	bool seen_time = false;
+	uint32_t first = UINT32_MAX, end = 0;
+	heapprof__pb_reader_init(&r, d->buf, d->len);
+	while (heapprof__pb_more(&r)) {
+		uint32_t at = (uint32_t)(r.p - d->buf);
+		HP_TRY(heapprof__pb_next(&r, &f));
+		switch (f.num) {
+		case PPROF_SAMPLE_TYPE:
+			HP_TRY(grow(d, &d->types, &d->types_cap, d->ntypes + 1,
+			            sizeof(*d->types)));
+			HP_TRY(parse_value_type(&f, &d->types[d->ntypes]));
+			d->ntypes++;
+			break;
+		case PPROF_SAMPLE:
+			HP_TRY(want(&f, PB_LEN));
+			d->nsamples++;
+			if (first == UINT32_MAX)
+				first = at;
+			end = (uint32_t)(r.p - d->buf);
+			break;
+		case PPROF_MAPPING:
+			HP_TRY(push_rec(d, &d->maps, &d->nmaps, &d->maps_cap, &f,
+			                false));
+			break;
+		case PPROF_LOCATION:
+			HP_TRY(push_rec(d, &d->locs, &d->nlocs, &d->locs_cap, &f,
+			                true));
+			break;
+		case PPROF_FUNCTION:
+			HP_TRY(push_rec(d, &d->funcs, &d->nfuncs, &d->funcs_cap,
+			                &f, false));
+			break;
+		case PPROF_STRING_TABLE: {
+			HP_TRY(want(&f, PB_LEN));
+			if (d->nstrings == 0 && f.len != 0)
+				return HEAPPROF_ESTRING0;
+			if (d->nstrings + 1 > d->str.cap) {
+				size_t c = d->str.cap, c2 = d->str.cap;
+				HP_TRY(grow(d, &d->str.off, &c, d->nstrings + 1,
+				            sizeof(uint32_t)));
+				HP_TRY(grow(d, &d->str.len, &c2, d->nstrings + 1,
+				            sizeof(uint32_t)));
+				d->str.cap = c;
+			}
+			d->str.off[d->nstrings] = (uint32_t)(f.data - d->buf);
+			d->str.len[d->nstrings] = (uint32_t)f.len;
+			d->nstrings++;
+			break;
+		}
+		case PPROF_DROP_FRAMES:
+		case PPROF_KEEP_FRAMES:
+		case PPROF_DEFAULT_SAMPLE_TYPE:
+		case PPROF_DOC_URL: {
+			HP_TRY(want(&f, PB_VARINT));
+			uint32_t *dst = f.num == PPROF_DROP_FRAMES ? &d->drop_frames
+			                : f.num == PPROF_KEEP_FRAMES
+			                        ? &d->keep_frames
+			                : f.num == PPROF_DOC_URL
+			                        ? &d->doc_url
+			                        : &d->default_sample_type;
+			HP_TRY(str_idx(f.v, dst));
+			break;
+		}
+		case PPROF_TIME_NANOS:
+			HP_TRY(want(&f, PB_VARINT));
+			if (seen_time && d->time_nanos != 0)
+				return HEAPPROF_ECONCAT;
+			seen_time = true;
+			d->time_nanos = (int64_t)f.v;
+			break;
+		case PPROF_DURATION_NANOS:
+			HP_TRY(want(&f, PB_VARINT));
+			d->duration_nanos = (int64_t)f.v;
+			break;
+		case PPROF_PERIOD:
+			HP_TRY(want(&f, PB_VARINT));
+			d->period = (int64_t)f.v;
+			break;
+		case PPROF_PERIOD_TYPE:
+			HP_TRY(parse_value_type(&f, &d->period_type));
+			break;
+		case PPROF_COMMENT: {
+			pb_packed it;
+			uint64_t v;
+			int rc;
+			HP_TRY(heapprof__pb_packed_start(&it, &f));
+			while ((rc = heapprof__pb_packed_next(&it, &v)) == 0) {
+				HP_TRY(grow(d, &d->comments, &d->comments_cap,
+				            d->ncomments + 1, sizeof(uint32_t)));
+				HP_TRY(str_idx(v, &d->comments[d->ncomments]));
+				d->ncomments++;
+			}
+			HP_TRY(rc);
+			break;
+		}
+		default:
+			break; /* unknown field: skipped, as pprof does */
+		}
+	}
+	d->first_sample = first == UINT32_MAX ? 0 : first;
+	d->end_sample = end;
+	return 0;
+}
+
+/* ------------------------------------------------------------ validation */
+
+#define CHECK_STR(d, i)                                                        \
+	do {                                                                   \
+		if ((i) >= (d)->nstrings)                                      \
+			return HEAPPROF_EINDEX;                                \
+	} while (0)
+
+static int
+validate(pprof_dec *d)
+{
+	if (d->nstrings == 0)
+		return HEAPPROF_ESTRING0;
+	if (d->ntypes == 0 && d->nsamples != 0)
+		return HEAPPROF_EVALUES;
+	for (size_t i = 0; i < d->ntypes; i++) {
+		CHECK_STR(d, d->types[i].type);
+		CHECK_STR(d, d->types[i].unit);
+	}
+	CHECK_STR(d, d->period_type.type);
+	CHECK_STR(d, d->period_type.unit);
+	CHECK_STR(d, d->drop_frames);
+	CHECK_STR(d, d->keep_frames);
+	CHECK_STR(d, d->default_sample_type);
+	CHECK_STR(d, d->doc_url);
+	for (size_t i = 0; i < d->ncomments; i++)
+		CHECK_STR(d, d->comments[i]);
+	HP_TRY(idmap_build(d, &d->map_ids, d->maps, d->nmaps));
+	HP_TRY(idmap_build(d, &d->func_ids, d->funcs, d->nfuncs));
+	HP_TRY(idmap_build(d, &d->loc_ids, d->locs, d->nlocs));
+	for (size_t i = 0; i < d->nmaps; i++) {
+		pprof_mapping m;
+		HP_TRY(heapprof__pprof_mapping(d, i, &m));
+		CHECK_STR(d, m.filename);
+		CHECK_STR(d, m.build_id);
+	}
+	for (size_t i = 0; i < d->nfuncs; i++) {
+		pprof_function fn;
+		HP_TRY(heapprof__pprof_function(d, i, &fn));
+		CHECK_STR(d, fn.name);
+		CHECK_STR(d, fn.system_name);
+		CHECK_STR(d, fn.filename);
+	}
+	for (size_t i = 0; i < d->nlocs; i++) {
+		pprof_location l;
+		HP_TRY(heapprof__pprof_location(d, i, &l));
+		/* An unresolved mapping_id is allowed (pprof leaves it nil);
+		 * a line must name a function that exists. */
+		for (size_t k = 0; k < l.nlines; k++)
+			if (heapprof__pprof_find_function(d, l.lines[k].function_id) < 0)
+				return HEAPPROF_EID;
+	}
+	return 0;
+}
+
+int
+heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
+{
+	clear_profile(d);
+	if (len == 0)
+		return HEAPPROF_EEMPTY;
+	int rc;
+	if (heapprof__gz_is_gzip(data, len)) {
+		const uint8_t *out;
+		size_t olen;
+		rc = heapprof__pprof_inflate(d, data, len, &out, &olen);
+		if (rc < 0)
+			return rc;
+		if (olen == 0)
+			return HEAPPROF_EEMPTY;
+		d->buf = out;
+		d->len = olen;
+		d->was_gzip = true;
+	} else {
+		d->buf = data;
+		d->len = len;
+	}
+	if (d->len > d->limit || d->len >= UINT32_MAX) {
+		clear_profile(d);
+		return HEAPPROF_ETOOBIG;
+	}
+	rc = index_pass(d);
+	if (rc == 0)
+		rc = validate(d);
+	if (rc < 0)
+		clear_profile(d);
+	return rc;
+}
+
+/* ------------------------------------------------------------ records */
+
+const char *
+heapprof__pprof_string(const pprof_dec *d, uint64_t i, size_t *len)
+{
+	if (i >= d->nstrings) {
+		*len = 0;
+		return "";
+	}
+	*len = d->str.len[i];
+	return (const char *)d->buf + d->str.off[i];
+}
+
+bool
+heapprof__pprof_string_eq(const pprof_dec *d, uint64_t i, const char *s)
+{
+	size_t n;
+	const char *p = heapprof__pprof_string(d, i, &n);
+	return strlen(s) == n && memcmp(p, s, n) == 0;
+}
+
+int
+heapprof__pprof_location(pprof_dec *d, size_t i, pprof_location *out)
+{
+	const pprof_rec *rec = &d->locs[i];
+	pb_reader r, lr;
+	pb_field f, g;
+	size_t n = 0;
+	memset(out, 0, sizeof(*out));
+	out->raw = d->buf + rec->off;
+	out->raw_len = rec->len;
+	heapprof__pb_reader_init(&r, out->raw, rec->len);
+	while (heapprof__pb_more(&r)) {
+		HP_TRY(heapprof__pb_next(&r, &f));
+		switch (f.num) {
+		case 1:
+		case 2:
+		case 3:
+		case 5:
+			HP_TRY(want(&f, PB_VARINT));
+			if (f.num == 1)
+				out->id = f.v;
+			else if (f.num == 2)
+				out->mapping_id = f.v;
+			else if (f.num == 3)
+				out->address = f.v;
+			else
+				out->is_folded = f.v != 0;
+			break;
+		case 4: {
+			HP_TRY(want(&f, PB_LEN));
+			HP_TRY(grow(d, &d->l_lines, &d->l_lines_cap, n + 1,
+			            sizeof(pprof_line)));
+			pprof_line *ln = &d->l_lines[n++];
+			memset(ln, 0, sizeof(*ln));
+			heapprof__pb_reader_init(&lr, f.data, f.len);
+			while (heapprof__pb_more(&lr)) {
+				HP_TRY(heapprof__pb_next(&lr, &g));
+				if (g.num < 1 || g.num > 3)
+					continue;
+				HP_TRY(want(&g, PB_VARINT));
+				if (g.num == 1)
+					ln->function_id = g.v;
+				else if (g.num == 2)
+					ln->line = (int64_t)g.v;
+				else
+					ln->column = (int64_t)g.v;
+			}
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	out->lines = d->l_lines;
+	out->nlines = n;
+	return 0;
+}
+
+int
+heapprof__pprof_function(const pprof_dec *d, size_t i, pprof_function *out)
+{
+	const pprof_rec *rec = &d->funcs[i];
+	pb_reader r;
+	pb_field f;
+	memset(out, 0, sizeof(*out));
+	heapprof__pb_reader_init(&r, d->buf + rec->off, rec->len);
+	while (heapprof__pb_more(&r)) {
+		HP_TRY(heapprof__pb_next(&r, &f));
+		if (f.num < 1 || f.num > 5)
+			continue;
+		HP_TRY(want(&f, PB_VARINT));
+		switch (f.num) {
+		case 1:
+			out->id = f.v;
+			break;
+		case 2:
+			HP_TRY(str_idx(f.v, &out->name));
+			break;
+		case 3:
+			HP_TRY(str_idx(f.v, &out->system_name));
+			break;
+		case 4:
+			HP_TRY(str_idx(f.v, &out->filename));
+			break;
+		default:
+			out->start_line = (int64_t)f.v;
+			break;
+		}
+	}
+	return 0;
+}
+
+int
+heapprof__pprof_mapping(const pprof_dec *d, size_t i, pprof_mapping *out)
+{
+	const pprof_rec *rec = &d->maps[i];
+	pb_reader r;
+	pb_field f;
+	memset(out, 0, sizeof(*out));
+	heapprof__pb_reader_init(&r, d->buf + rec->off, rec->len);
+	while (heapprof__pb_more(&r)) {
+		HP_TRY(heapprof__pb_next(&r, &f));
+		if (f.num < 1 || f.num > 10)
+			continue;
+		HP_TRY(want(&f, PB_VARINT));
+		switch (f.num) {
+		case 1: out->id = f.v; break;
+		case 2: out->memory_start = f.v; break;
+		case 3: out->memory_limit = f.v; break;
+		case 4: out->file_offset = f.v; break;
+		case 5: HP_TRY(str_idx(f.v, &out->filename)); break;
+		case 6: HP_TRY(str_idx(f.v, &out->build_id)); break;
+		case 7: out->has_functions = f.v != 0; break;
+		case 8: out->has_filenames = f.v != 0; break;
+		case 9: out->has_line_numbers = f.v != 0; break;
+		default: out->has_inline_frames = f.v != 0; break;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ samples */
+
+/* Makes room for `need` location ids (s_locs and s_lidx share a cap). */
+static int
+room_locs(pprof_dec *d, size_t need)
+{
+	if (need <= d->s_locs_cap)
+		return 0;
+	size_t c = d->s_locs_cap, c2 = d->s_locs_cap;
+	HP_TRY(grow(d, &d->s_locs, &c, need, sizeof(uint64_t)));
+	HP_TRY(grow(d, &d->s_lidx, &c2, need, sizeof(uint32_t)));
+	d->s_locs_cap = c;
+	return 0;
+}
+
+static int
+room_vals(pprof_dec *d, size_t need)
+{
+	return grow(d, &d->s_vals, &d->s_vals_cap, need, sizeof(int64_t));
+}
+
+/* Appends the varints of a packed or single field to arr[*n...]; the
+ * caller made room for *n + (f->wire == PB_LEN ? f->len : 1). */
+static int
+read_repeated(const pb_field *f, uint64_t *arr, size_t *n)
+{
+	if (f->wire == PB_VARINT) {
+		arr[(*n)++] = f->v;
+		return 0;
+	}
+	const uint8_t *p = f->data, *e = f->data + f->len;
+	uint64_t *out = arr + *n;
+	while (p < e) {
+		if (HP_LIKELY(*p < 0x80)) {
+			*out++ = *p++;
+			continue;
+		}
+		HP_TRY(rd_varint(&p, e, out));
+		out++;
+	}
+	*n = (size_t)(out - arr);
+	return 0;
+}
+
+static int
+parse_label(const pprof_dec *d, const pb_field *f, pprof_label *lb)
+{
+	HP_TRY(want(f, PB_LEN));
+	pb_reader r;
+	pb_field g;
+	memset(lb, 0, sizeof(*lb));
+	heapprof__pb_reader_init(&r, f->data, f->len);
+	while (heapprof__pb_more(&r)) {
+		HP_TRY(heapprof__pb_next(&r, &g));
+		if (g.num < 1 || g.num > 4)
+			continue;
+		HP_TRY(want(&g, PB_VARINT));
+		switch (g.num) {
+		case 1: HP_TRY(str_idx(g.v, &lb->key)); break;
+		case 2: HP_TRY(str_idx(g.v, &lb->str)); break;
+		case 3: lb->num = (int64_t)g.v; break;
+		default: HP_TRY(str_idx(g.v, &lb->num_unit)); break;
+		}
+	}
+	if (lb->key >= d->nstrings || lb->str >= d->nstrings ||
+	    lb->num_unit >= d->nstrings)
+		return HEAPPROF_EINDEX;
+	return 0;
+}
+
+static int
+decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
+{
+	size_t nl = 0, nv = 0, nlab = 0;
+	pb_reader r;
+	pb_field f;
+	heapprof__pb_reader_init(&r, data, len);
+	while (heapprof__pb_more(&r)) {
+		HP_TRY(heapprof__pb_next(&r, &f));
+		switch (f.num) {
+		case 1:
+			if (f.wire != PB_VARINT && f.wire != PB_LEN)
+				return HEAPPROF_EWIRETYPE;
+			HP_TRY(room_locs(d, nl + (f.wire == PB_LEN ? f.len : 1)));
+			HP_TRY(read_repeated(&f, d->s_locs, &nl));
+			break;
+		case 2:
+			if (f.wire != PB_VARINT && f.wire != PB_LEN)
+				return HEAPPROF_EWIRETYPE;
+			HP_TRY(room_vals(d, nv + (f.wire == PB_LEN ? f.len : 1)));
+			HP_TRY(read_repeated(&f, (uint64_t *)(void *)d->s_vals,
+			                     &nv));
+			break;
+		case 3:
+			HP_TRY(grow(d, &d->s_labels, &d->s_labels_cap, nlab + 1,
+			            sizeof(pprof_label)));
+			HP_TRY(parse_label(d, &f, &d->s_labels[nlab]));
+			nlab++;
+			break;
+		default:
+			break;
+		}
+	}
+	if (nv != d->ntypes)
+		return HEAPPROF_EVALUES;
+	for (size_t i = 0; i < nl; i++) {
+		long li = idmap_find(&d->loc_ids, d->locs, d->s_locs[i]);
+		if (li < 0)
+			return HEAPPROF_EID;
+		d->s_lidx[i] = (uint32_t)li;
+	}
+	out->location_ids = d->s_locs;
+	out->location_index = d->s_lidx;
+	out->nlocations = nl;
+	out->values = d->s_vals;
+	out->nvalues = nv;
+	out->labels = d->s_labels;
+	out->nlabels = nlab;
+	out->offset = (uint32_t)(data - d->buf);
+	out->len = (uint32_t)len;
+	return 0;
+}
+
+void
+heapprof__pprof_samples(const pprof_dec *d, pprof_sample_iter *it)
+{
+	heapprof__pb_reader_init(&it->r, d->buf + d->first_sample,
+	                         d->end_sample - d->first_sample);
+}
+
+int
+heapprof__pprof_sample_next(pprof_dec *d, pprof_sample_iter *it,
+                            pprof_sample *out)
+{
+	pb_field f;
+	while (heapprof__pb_more(&it->r)) {
+		HP_TRY(heapprof__pb_next(&it->r, &f));
+		if (f.num == PPROF_SAMPLE)
+			return decode_sample(d, f.data, f.len, out);
+	}
+	return 1;
+}
+
+int
+heapprof__pprof_sample_at(pprof_dec *d, uint32_t offset, uint32_t len,
+                          pprof_sample *out)
+{
+	if ((size_t)offset + len > d->len)
+		return HEAPPROF_ELENGTH;
+	return decode_sample(d, d->buf + offset, len, out);
+}
+
+int
+heapprof__pprof_check(pprof_dec *d, const void *data, size_t len)
+{
+	HP_TRY(heapprof__pprof_dec_open(d, data, len));
+	pprof_sample_iter it;
+	pprof_sample s;
+	int rc;
+	heapprof__pprof_samples(d, &it);
+	while ((rc = heapprof__pprof_sample_next(d, &it, &s)) == 0)
+		;
+	return rc == 1 ? 0 : rc;
+}
