@@ -1,0 +1,405 @@
+/*
+ * heap_encode.c: heap records -> pprof profile.proto (optionally gzip'd),
+ * the shape of Go's runtime/pprof heap profile: period space/bytes, the four
+ * sample types alloc_objects, alloc_space, inuse_objects, inuse_space, values
+ * unsampled by scaleHeapSample, one numeric "bytes" label per sample (the
+ * average object size), locations deduplicated by address, one mapping per
+ * executable segment, function names from a caller-supplied symbolizer.
+ *
+ * Field order follows Go: period type, period, sample types, locations and
+ * functions, samples, time, mappings, comments, and the string table last,
+ * so the output streams through pb_writer without holding the profile.
+ *
+ * Owns: heapprof_encode_heap(), heapprof_scale_heap_sample(). Uses libc
+ * malloc for its hash tables: in-process it runs on the dumping thread with
+ * the profiler's re-entrancy guard set, so those allocations go straight to
+ * the real allocator.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heapprof.h"
+#include "gz.h"
+#include "heap_encode.h"
+#include "pb.h"
+#include "strtab.h"
+
+/* profile.proto field numbers (perftools.profiles.Profile). */
+enum {
+	P_SAMPLE_TYPE = 1,
+	P_SAMPLE = 2,
+	P_MAPPING = 3,
+	P_LOCATION = 4,
+	P_FUNCTION = 5,
+	P_STRING_TABLE = 6,
+	P_TIME_NANOS = 9,
+	P_PERIOD_TYPE = 11,
+	P_PERIOD = 12,
+	P_COMMENT = 13,
+};
+
+HP_EXPORT void
+heapprof_scale_heap_sample(int64_t count, int64_t size, int64_t rate,
+                           int64_t *out_count, int64_t *out_size)
+{
+	/* Go's scaleHeapSample (runtime/pprof/protomem.go): a sample of
+	 * average size S is taken with probability 1 - exp(-S/R), so each
+	 * one stands for 1 / (1 - exp(-S/R)) allocations. Truncates, as Go. */
+	if (count == 0 || size == 0) {
+		*out_count = 0;
+		*out_size = 0;
+		return;
+	}
+	if (rate <= 1) {
+		*out_count = count;
+		*out_size = size;
+		return;
+	}
+	double avg = (double)size / (double)count;
+	double scale = 1.0 / (1.0 - exp(-avg / (double)rate));
+	*out_count = (int64_t)((double)count * scale);
+	*out_size = (int64_t)((double)size * scale);
+}
+
+/* ------------------------------------------------- address -> location id */
+
+typedef struct addr_map {
+	uint64_t *keys; /* address + 1, 0 = empty */
+	uint32_t *vals;
+	size_t cap, n;
+} addr_map;
+
+static uint64_t
+mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static int
+addr_map_grow(addr_map *m)
+{
+	size_t ncap = m->cap ? m->cap * 2 : 1024;
+	uint64_t *nk = calloc(ncap, sizeof(*nk));
+	uint32_t *nv = calloc(ncap, sizeof(*nv));
+	if (!nk || !nv) {
+		free(nk);
+		free(nv);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->keys[i])
+			continue;
+		size_t j = mix64(m->keys[i]) & (ncap - 1);
+		while (nk[j])
+			j = (j + 1) & (ncap - 1);
+		nk[j] = m->keys[i];
+		nv[j] = m->vals[i];
+	}
+	free(m->keys);
+	free(m->vals);
+	m->keys = nk;
+	m->vals = nv;
+	m->cap = ncap;
+	return 0;
+}
+
+/* Returns the slot for `addr`; *found says whether it was present. */
+static int
+addr_map_slot(addr_map *m, uint64_t addr, size_t *slot, int *found)
+{
+	if ((m->n + 1) * 2 > m->cap)
+		HP_TRY(addr_map_grow(m));
+	uint64_t k = addr + 1; /* address UINT64_MAX is not a code address */
+	size_t j = mix64(k) & (m->cap - 1);
+	while (m->keys[j] && m->keys[j] != k)
+		j = (j + 1) & (m->cap - 1);
+	*found = m->keys[j] != 0;
+	if (!*found) {
+		m->keys[j] = k;
+		m->n++;
+	}
+	*slot = j;
+	return 0;
+}
+
+/* ------------------------------------------------------------- encoding */
+
+typedef struct enc {
+	const heapprof_heap_profile *p;
+	pb_writer w;
+	strtab st;
+	addr_map locs;
+	uint32_t nloc;
+	uint32_t *fn_ids; /* string id -> function id (0 = none yet) */
+	size_t fn_ids_cap;
+	uint32_t nfn;
+	size_t *map_order; /* mapping indexes sorted by start */
+	uint64_t *loc_buf;
+	size_t loc_buf_cap;
+} enc;
+
+static int
+map_cmp(const void *a, const void *b, void *arg)
+{
+	const heapprof_mapping *m = arg;
+	uint64_t x = m[*(const size_t *)a].start, y = m[*(const size_t *)b].start;
+	return x < y ? -1 : x > y;
+}
+
+/* The index of the mapping containing addr, or -1. */
+static long
+find_mapping(const enc *e, uint64_t addr)
+{
+	const heapprof_mapping *m = e->p->mappings;
+	size_t lo = 0, hi = e->p->nmappings;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m[e->map_order[mid]].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -1;
+	size_t i = e->map_order[lo - 1];
+	return addr < m[i].limit ? (long)i : -1;
+}
+
+static int
+function_id(enc *e, const char *name, uint32_t *out)
+{
+	uint32_t sid;
+	HP_TRY(heapprof__strtab_intern(&e->st, name, strlen(name), &sid));
+	if (sid >= e->fn_ids_cap) {
+		size_t ncap = e->fn_ids_cap ? e->fn_ids_cap : 256;
+		while (ncap <= sid)
+			ncap *= 2;
+		uint32_t *n = realloc(e->fn_ids, ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		memset(n + e->fn_ids_cap, 0,
+		       (ncap - e->fn_ids_cap) * sizeof(*n));
+		e->fn_ids = n;
+		e->fn_ids_cap = ncap;
+	}
+	if (!e->fn_ids[sid]) {
+		uint32_t id = e->fn_ids[sid] = ++e->nfn;
+		/* Function: id, name, system_name. */
+		heapprof__pb_begin(&e->w, P_FUNCTION);
+		heapprof__pb_varint_field(&e->w, 1, id);
+		heapprof__pb_varint_field(&e->w, 2, sid);
+		heapprof__pb_varint_field(&e->w, 3, sid);
+		heapprof__pb_end(&e->w);
+	}
+	*out = e->fn_ids[sid];
+	return 0;
+}
+
+/* Writes the Location for addr if new; returns its id. */
+static int
+location_id(enc *e, uint64_t addr, uint64_t *out)
+{
+	size_t slot;
+	int found;
+	HP_TRY(addr_map_slot(&e->locs, addr, &slot, &found));
+	if (found) {
+		*out = e->locs.vals[slot];
+		return 0;
+	}
+	uint32_t id = e->locs.vals[slot] = ++e->nloc;
+	long mi = find_mapping(e, addr);
+	uint32_t fid = 0;
+	if (e->p->symbolize) {
+		const char *name = e->p->symbolize(
+			e->p->symbolize_arg, addr, mi >= 0 ? &e->p->mappings[mi] : NULL);
+		if (name && *name)
+			HP_TRY(function_id(e, name, &fid));
+	}
+	heapprof__pb_begin(&e->w, P_LOCATION);
+	heapprof__pb_varint_field(&e->w, 1, id);
+	heapprof__pb_uint_opt(&e->w, 2, mi >= 0 ? (uint64_t)mi + 1 : 0);
+	heapprof__pb_varint_field(&e->w, 3, addr);
+	if (fid) {
+		heapprof__pb_begin(&e->w, 4); /* Line */
+		heapprof__pb_varint_field(&e->w, 1, fid);
+		heapprof__pb_end(&e->w);
+	}
+	heapprof__pb_end(&e->w);
+	*out = id;
+	return 0;
+}
+
+static void
+value_type(enc *e, uint32_t field, uint32_t type, uint32_t unit)
+{
+	heapprof__pb_begin(&e->w, field);
+	heapprof__pb_varint_field(&e->w, 1, type);
+	heapprof__pb_varint_field(&e->w, 2, unit);
+	heapprof__pb_end(&e->w);
+}
+
+static int
+intern(enc *e, const char *s, uint32_t *id)
+{
+	return heapprof__strtab_intern(&e->st, s, strlen(s), id);
+}
+
+static int
+encode_body(enc *e)
+{
+	const heapprof_heap_profile *p = e->p;
+	uint32_t s_space, s_bytes, s_count, s_ao, s_as, s_io, s_is, s_label;
+	HP_TRY(intern(e, "space", &s_space));
+	HP_TRY(intern(e, "bytes", &s_bytes));
+	HP_TRY(intern(e, "alloc_objects", &s_ao));
+	HP_TRY(intern(e, "count", &s_count));
+	HP_TRY(intern(e, "alloc_space", &s_as));
+	HP_TRY(intern(e, "inuse_objects", &s_io));
+	HP_TRY(intern(e, "inuse_space", &s_is));
+	s_label = s_bytes;
+
+	value_type(e, P_PERIOD_TYPE, s_space, s_bytes);
+	heapprof__pb_varint_field(&e->w, P_PERIOD, (uint64_t)p->rate);
+	value_type(e, P_SAMPLE_TYPE, s_ao, s_count);
+	value_type(e, P_SAMPLE_TYPE, s_as, s_bytes);
+	value_type(e, P_SAMPLE_TYPE, s_io, s_count);
+	value_type(e, P_SAMPLE_TYPE, s_is, s_bytes);
+
+	for (size_t i = 0; i < p->nrecords; i++) {
+		const heapprof_record *r = &p->records[i];
+		if (r->depth > e->loc_buf_cap) {
+			size_t ncap = r->depth * 2;
+			uint64_t *nb = realloc(e->loc_buf, ncap * sizeof(*nb));
+			if (!nb)
+				return -ENOMEM;
+			e->loc_buf = nb;
+			e->loc_buf_cap = ncap;
+		}
+		/* Locations (and their functions) go out before the sample
+		 * that uses them, as Go writes them. */
+		for (size_t d = 0; d < r->depth; d++)
+			HP_TRY(location_id(e, r->stack[d], &e->loc_buf[d]));
+		int64_t v[4];
+		heapprof_scale_heap_sample(r->alloc_objects, r->alloc_bytes,
+		                           p->rate, &v[0], &v[1]);
+		heapprof_scale_heap_sample(r->alloc_objects - r->free_objects,
+		                           r->alloc_bytes - r->free_bytes, p->rate,
+		                           &v[2], &v[3]);
+		heapprof__pb_begin(&e->w, P_SAMPLE);
+		heapprof__pb_packed_u64(&e->w, 1, e->loc_buf, r->depth);
+		heapprof__pb_packed_i64(&e->w, 2, v, 4);
+		int64_t block = r->alloc_objects > 0
+		                    ? r->alloc_bytes / r->alloc_objects : 0;
+		if (block != 0) {
+			heapprof__pb_begin(&e->w, 3); /* Label{key, num} */
+			heapprof__pb_varint_field(&e->w, 1, s_label);
+			heapprof__pb_varint_field(&e->w, 3, (uint64_t)block);
+			heapprof__pb_end(&e->w);
+		}
+		heapprof__pb_end(&e->w);
+	}
+	heapprof__pb_uint_opt(&e->w, P_TIME_NANOS, (uint64_t)p->time_nanos);
+
+	for (size_t i = 0; i < p->nmappings; i++) {
+		const heapprof_mapping *m = &p->mappings[i];
+		uint32_t file = 0, bid = 0;
+		if (m->file)
+			HP_TRY(intern(e, m->file, &file));
+		if (m->build_id)
+			HP_TRY(intern(e, m->build_id, &bid));
+		heapprof__pb_begin(&e->w, P_MAPPING);
+		heapprof__pb_varint_field(&e->w, 1, i + 1);
+		heapprof__pb_uint_opt(&e->w, 2, m->start);
+		heapprof__pb_uint_opt(&e->w, 3, m->limit);
+		heapprof__pb_uint_opt(&e->w, 4, m->offset);
+		heapprof__pb_uint_opt(&e->w, 5, file);
+		heapprof__pb_uint_opt(&e->w, 6, bid);
+		heapprof__pb_end(&e->w);
+	}
+	for (size_t i = 0; i < p->ncomments; i++) {
+		uint32_t c;
+		HP_TRY(intern(e, p->comments[i], &c));
+		heapprof__pb_varint_field(&e->w, P_COMMENT, c);
+	}
+	for (uint32_t i = 0; i < e->st.n; i++) {
+		size_t len;
+		const char *s = heapprof__strtab_get(&e->st, i, &len);
+		heapprof__pb_bytes_field(&e->w, P_STRING_TABLE, s, len);
+	}
+	return heapprof__pb_finish(&e->w);
+}
+
+struct sink_adapter {
+	heapprof_write_fn *write;
+	void *arg;
+};
+
+static int
+adapter_write(void *ctx, const uint8_t *p, size_t n)
+{
+	struct sink_adapter *a = ctx;
+	return a->write(a->arg, p, n);
+}
+
+int
+heapprof__encode_heap_to(const heapprof_heap_profile *p, pb_sink_fn *sink,
+                         void *sink_ctx)
+{
+	enc e;
+	memset(&e, 0, sizeof(e));
+	e.p = p;
+	if (p->nmappings) {
+		e.map_order = malloc(p->nmappings * sizeof(size_t));
+		if (!e.map_order)
+			return -ENOMEM;
+		for (size_t i = 0; i < p->nmappings; i++)
+			e.map_order[i] = i;
+		qsort_r(e.map_order, p->nmappings, sizeof(size_t), map_cmp,
+		        (void *)p->mappings);
+	}
+	heapprof__pb_init(&e.w, NULL, NULL, sink, sink_ctx);
+	int rc = heapprof__strtab_init(&e.st);
+	if (rc == 0)
+		rc = encode_body(&e);
+	heapprof__pb_free(&e.w);
+	heapprof__strtab_free(&e.st);
+	free(e.locs.keys);
+	free(e.locs.vals);
+	free(e.fn_ids);
+	free(e.map_order);
+	free(e.loc_buf);
+	return rc;
+}
+
+HP_EXPORT int
+heapprof_encode_heap(const heapprof_heap_profile *p, unsigned flags,
+                     heapprof_write_fn *write, void *arg)
+{
+	if (!p || !write || (p->nrecords && !p->records) ||
+	    (p->nmappings && !p->mappings) || p->rate < 0)
+		return -EINVAL;
+	struct sink_adapter a = {write, arg};
+	if (!(flags & HEAPPROF_ENCODE_GZIP))
+		return heapprof__encode_heap_to(p, adapter_write, &a);
+	gz_writer *g = malloc(sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	int rc = heapprof__gz_writer_init(g, 1, adapter_write, &a, NULL, NULL,
+	                                  NULL);
+	if (rc == 0) {
+		rc = heapprof__encode_heap_to(p, heapprof__gz_write, g);
+		if (rc == 0)
+			rc = heapprof__gz_writer_finish(g);
+		else
+			heapprof__gz_writer_abort(g);
+	}
+	free(g);
+	return rc;
+}
