@@ -149,6 +149,48 @@ HEAPPROF_API void heapprof_scale_heap_sample(int64_t count, int64_t size,
                                              int64_t rate, int64_t *out_count,
                                              int64_t *out_size);
 
+/* ------------------------------------------------------------------------
+ * pprof toolkit: merge
+ * ---------------------------------------------------------------------- */
+
+/* One input of a merge: an encoded profile and a factor for its values. */
+typedef struct heapprof_merge_input {
+	const void *data; /* profile.proto, gzip'd or not; read during the call */
+	size_t len;
+	double scale;     /* values become int64(round(v * scale)), as pprof's
+	                   * Profile.Scale; 0 means 1 (unscaled). -1 on the
+	                   * older of two profiles gives pprof's -base delta. */
+} heapprof_merge_input;
+
+#define HEAPPROF_MERGE_GZIP 1u /* gzip the output (level 1) */
+
+/*! heapprof_merge() :
+ *  Merges `n` profiles with equal sample types and period type into one,
+ *  as pprof's profile.Merge does: mappings matched by (size rounded up to
+ *  4 KiB, file offset, build id or file name) with later inputs' addresses
+ *  rebased; locations by (address in mapping, mapping, lines, folded);
+ *  functions by (start line, name, system name, file); samples by
+ *  (locations, labels); values summed; all-zero samples dropped; ids
+ *  renumbered 1..N in order of first use. Header: earliest time, summed
+ *  duration, largest period, comments de-duplicated, drop/keep frames and
+ *  period type from the first input, first non-empty default sample type.
+ *  The uncompressed output is byte for byte what pprof's Merge writes.
+ *  @return : 0, or a negative error code: HEAPPROF_ETYPES if the types
+ *  differ, HEAPPROF_EOVERFLOW if a summed value overflows int64, any
+ *  decoder error, -EINVAL for n == 0 or a non-finite scale. On error some
+ *  output may have been written. */
+HEAPPROF_API int heapprof_merge(const heapprof_merge_input *in, size_t n,
+                                unsigned flags, heapprof_write_fn *write,
+                                void *arg);
+
+/*! heapprof_merge_ex() :
+ *  heapprof_merge() with a limit on each input's inflated size (0: 1 GiB)
+ *  and, if `failed` is not NULL, the index of the input that caused the
+ *  error stored in it (n if none or the error is not an input's). */
+HEAPPROF_API int heapprof_merge_ex(const heapprof_merge_input *in, size_t n,
+                                   unsigned flags, size_t limit, size_t *failed,
+                                   heapprof_write_fn *write, void *arg);
+
 #ifdef __cplusplus
 }
 #endif
