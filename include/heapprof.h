@@ -150,6 +150,90 @@ HEAPPROF_API void heapprof_scale_heap_sample(int64_t count, int64_t size,
                                              int64_t *out_size);
 
 /* ------------------------------------------------------------------------
+ * pprof toolkit: decode and delta
+ * ---------------------------------------------------------------------- */
+
+/* Allocator hook for the toolkit objects: grows, shrinks or frees (new_size
+ * 0) a block; returns NULL on failure. Every allocation of a delta computer
+ * (state tables, decoder index, inflate/deflate state, output buffer) goes
+ * through it, so a counting hook can check the steady-state guarantee. */
+typedef void *(heapprof_realloc_fn)(void *ctx, void *p, size_t old_size,
+                                    size_t new_size);
+
+/*! heapprof_pprof_check() :
+ *  Parses and validates a profile.proto (gzip'd or not, at most `limit`
+ *  bytes once inflated; 0: 1 GiB) as pprof's Parse + CheckValid would.
+ *  @return : 0, or the HEAPPROF_E* code of the first problem found. */
+HEAPPROF_API int heapprof_pprof_check(const void *data, size_t len,
+                                      size_t limit);
+
+/* A delta computer: one per stream of profiles from one source (one
+ * process and profile type). Not thread-safe; use one per thread. */
+typedef struct heapprof_delta heapprof_delta;
+
+typedef struct heapprof_delta_options {
+	/* Names of the sample types to subtract (matched by name, in any
+	 * order). NULL: the cumulative types alloc_objects, alloc_space,
+	 * contentions, delay. Every other type is passed through as is. */
+	const char *const *types;
+	size_t ntypes;
+	/* A stack (with labels) absent from this many consecutive profiles
+	 * is forgotten; if it comes back it counts from zero. 0: 16. */
+	unsigned max_age;
+	size_t max_input; /* inflated input limit; 0: 1 GiB */
+	heapprof_realloc_fn *realloc_fn; /* NULL: libc */
+	void *realloc_ctx;
+} heapprof_delta_options;
+
+typedef struct heapprof_delta_stats {
+	uint64_t calls;          /* successful heapprof_delta_compute calls */
+	size_t keys;             /* distinct (stack, labels) remembered */
+	size_t frames;           /* distinct frames remembered */
+	size_t state_bytes;      /* memory held, state and scratch */
+	size_t last_samples_in;  /* samples in the last input */
+	size_t last_samples_out; /* samples in the last output */
+	uint64_t evicted;        /* keys forgotten so far */
+} heapprof_delta_stats;
+
+#define HEAPPROF_DELTA_GZIP 1u /* gzip the output (level 1) */
+
+/*! heapprof_delta_new() :
+ *  @opt may be NULL (defaults). @return : 0 or -ENOMEM / -EINVAL. */
+HEAPPROF_API int heapprof_delta_new(heapprof_delta **out,
+                                    const heapprof_delta_options *opt);
+HEAPPROF_API void heapprof_delta_free(heapprof_delta *d);
+
+/*! heapprof_delta_compute() :
+ *  Reads the next profile of the stream (profile.proto, gzip'd or not) and
+ *  writes the delta against the previous one through `write`:
+ *    - subtracted types: current - previous (the first call, or a stack new
+ *      to the stream, against zero); other types: current values;
+ *    - samples with the same stack (addresses, or function/file/line where
+ *      the address is 0) and labels are summed first; a sample is identified
+ *      by that full key compared exactly;
+ *    - samples whose values are all zero are dropped, and so are stacks
+ *      present before but absent now (no negative "vanished" samples);
+ *      negative deltas (a counter that went down) are kept;
+ *    - only the locations, functions, mappings and strings the remaining
+ *      samples need are written, strings renumbered compactly;
+ *    - time_nanos = current; duration_nanos = current time - previous time
+ *      (first call: the input's).
+ *  On error nothing of the stream state changes (the caller may retry with
+ *  the next profile), but output may have been partly written.
+ *  @return : 0, or a negative error code. */
+HEAPPROF_API int heapprof_delta_compute(heapprof_delta *d, const void *profile,
+                                        size_t len, unsigned flags,
+                                        heapprof_write_fn *write, void *arg);
+
+/*! heapprof_delta_reset() : forgets the stream (next call is a first call);
+ *  keeps the memory for reuse. */
+HEAPPROF_API void heapprof_delta_reset(heapprof_delta *d);
+
+/*! heapprof_delta_get_stats() : @return : 0. */
+HEAPPROF_API int heapprof_delta_get_stats(const heapprof_delta *d,
+                                          heapprof_delta_stats *st);
+
+/* ------------------------------------------------------------------------
  * pprof toolkit: merge
  * ---------------------------------------------------------------------- */
 

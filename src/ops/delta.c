@@ -1,0 +1,574 @@
+/*
+ * delta.c: the allocation-free delta computer (heapprof_delta_* in
+ * heapprof.h): stream state, sample identity, aggregation of duplicate
+ * samples, subtraction by type name, and eviction of vanished stacks.
+ * Output encoding lives in delta_write.c.
+ *
+ * Identity. A frame is its address, or (function name, file, line) of each
+ * line when the address is 0; a label set is its labels sorted by content;
+ * a key is (label set id, frame ids leaf first). All three are interned in
+ * dt_tables that compare bytes exactly, so ids stand for exact content and
+ * two samples share a key only if their stacks and labels are equal.
+ *
+ * One call: (1) open the decoder (index + validation); (2) pass A over the
+ * samples: key -> item (first occurrence), values summed per item; (3) pass
+ * B over the items: subtract, drop all-zero, write; (4) on success commit the
+ * current values as "previous" and evict keys not seen for max_age calls.
+ * Existing keys need no allocation, so once the key set stops growing a
+ * call allocates nothing (all scratch keeps its capacity).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heapprof.h"
+#include "delta.h"
+
+static const char *const default_types[] = {"alloc_objects", "alloc_space",
+                                            "contentions", "delay"};
+
+#define DEFAULT_MAX_AGE 16
+
+int
+heapprof__delta_grow(heapprof_delta *d, void *pp, size_t *cap, size_t need,
+                     size_t elem)
+{
+	void **p = pp;
+	if (HP_LIKELY(need <= *cap))
+		return 0;
+	size_t c = *cap ? *cap : 64;
+	while (c < need) {
+		if (c > SIZE_MAX / 2 / elem)
+			return -ENOMEM;
+		c *= 2;
+	}
+	void *np = d->rf(d->rctx, *p, *cap * elem, c * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = c;
+	return 0;
+}
+
+void
+heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes)
+{
+	void **p = pp;
+	if (*p)
+		d->rf(d->rctx, *p, bytes, 0);
+	*p = NULL;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+HP_EXPORT int
+heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
+{
+	heapprof_delta_options def = {0};
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!opt)
+		opt = &def;
+	pb_realloc_fn *rf =
+		opt->realloc_fn ? opt->realloc_fn : heapprof__pb_libc_realloc;
+	heapprof_delta *d = rf(opt->realloc_ctx, NULL, 0, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	memset(d, 0, sizeof(*d));
+	d->rf = rf;
+	d->rctx = opt->realloc_ctx;
+	d->max_age = opt->max_age ? opt->max_age : DEFAULT_MAX_AGE;
+	heapprof__dt_init(&d->frames, rf, d->rctx);
+	heapprof__dt_init(&d->labelsets, rf, d->rctx);
+	heapprof__dt_init(&d->keys, rf, d->rctx);
+	heapprof__pprof_dec_init(&d->dec, rf, d->rctx);
+	if (opt->max_input)
+		d->dec.limit = opt->max_input;
+	heapprof__pb_init(&d->w, rf, d->rctx, NULL, NULL);
+
+	const char *const *names = opt->types ? opt->types : default_types;
+	size_t n = opt->types ? opt->ntypes : HP_ARRAY_LEN(default_types);
+	d->names = rf(d->rctx, NULL, 0, (n ? n : 1) * sizeof(char *));
+	if (!d->names)
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		if (!names[i]) {
+			d->nnames = i;
+			heapprof_delta_free(d);
+			return -EINVAL;
+		}
+		size_t l = strlen(names[i]) + 1;
+		d->names[i] = rf(d->rctx, NULL, 0, l);
+		if (!d->names[i]) {
+			d->nnames = i;
+			goto nomem;
+		}
+		memcpy(d->names[i], names[i], l);
+	}
+	d->nnames = n;
+	*out = d;
+	return 0;
+nomem:
+	heapprof_delta_free(d);
+	return -ENOMEM;
+}
+
+HP_EXPORT void
+heapprof_delta_free(heapprof_delta *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->nnames; i++)
+		d->rf(d->rctx, d->names[i], strlen(d->names[i]) + 1, 0);
+	heapprof__delta_release(d, &d->names,
+	                        (d->nnames ? d->nnames : 1) * sizeof(char *));
+	heapprof__dt_free(&d->frames);
+	heapprof__dt_free(&d->labelsets);
+	heapprof__dt_free(&d->keys);
+	heapprof__delta_release(d, &d->prev, d->kcap * d->nnames * sizeof(int64_t));
+	heapprof__delta_release(d, &d->kgen, d->kcap * sizeof(uint32_t));
+	heapprof__delta_release(d, &d->kpos, d->kcap * sizeof(uint32_t));
+	heapprof__pprof_dec_free(&d->dec);
+	heapprof__delta_release(d, &d->loc_frame, d->loc_frame_cap * 4);
+	heapprof__delta_release(d, &d->keybuf, d->keybuf_cap * 4);
+	heapprof__delta_release(d, &d->bbuf, d->bbuf_cap);
+	heapprof__delta_release(d, &d->lorder, d->lorder_cap * 4);
+	heapprof__delta_release(d, &d->items, d->items_cap * sizeof(delta_item));
+	heapprof__delta_release(d, &d->acc, d->acc_cap * 8);
+	heapprof__delta_release(d, &d->slot, d->slot_cap * 4);
+	heapprof__delta_release(d, &d->outv, d->outv_cap * 8);
+	heapprof__delta_release(d, &d->str_map, d->str_map_cap * 4);
+	heapprof__delta_release(d, &d->out_strs, d->out_strs_cap * 4);
+	heapprof__delta_release(d, &d->loc_used, d->loc_used_cap);
+	heapprof__delta_release(d, &d->func_used, d->func_used_cap);
+	heapprof__delta_release(d, &d->map_used, d->map_used_cap);
+	heapprof__delta_out_free(d);
+	d->rf(d->rctx, d, sizeof(*d), 0);
+}
+
+HP_EXPORT void
+heapprof_delta_reset(heapprof_delta *d)
+{
+	heapprof__dt_clear(&d->frames);
+	heapprof__dt_clear(&d->labelsets);
+	heapprof__dt_clear(&d->keys);
+	d->have_prev = false;
+	d->prev_time = 0;
+}
+
+HP_EXPORT int
+heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->calls = d->calls;
+	st->keys = d->keys.n;
+	st->frames = d->frames.n;
+	st->evicted = d->evicted;
+	st->last_samples_in = d->last_in;
+	st->last_samples_out = d->last_out;
+	size_t b = heapprof__dt_memory(&d->frames) +
+	           heapprof__dt_memory(&d->labelsets) +
+	           heapprof__dt_memory(&d->keys);
+	b += d->kcap * (d->nnames * 8 + 8);
+	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->bbuf_cap +
+	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
+	     d->acc_cap * 8 + d->slot_cap * 4 + d->outv_cap * 8 +
+	     d->str_map_cap * 4 + d->out_strs_cap * 4 + d->loc_used_cap +
+	     d->func_used_cap + d->map_used_cap + d->w.cap + d->dec.zbuf_cap;
+	st->state_bytes = b;
+	return 0;
+}
+
+/* ------------------------------------------------------------ identity */
+
+/* Appends bytes to bbuf at *n. */
+static int
+bput(heapprof_delta *d, size_t *n, const void *p, size_t len)
+{
+	HP_TRY(heapprof__delta_grow(d, &d->bbuf, &d->bbuf_cap, *n + len, 1));
+	memcpy(d->bbuf + *n, p, len);
+	*n += len;
+	return 0;
+}
+
+static int
+bput_str(heapprof_delta *d, size_t *n, uint64_t idx)
+{
+	size_t l;
+	const char *s = heapprof__pprof_string(&d->dec, idx, &l);
+	uint32_t l32 = (uint32_t)l;
+	HP_TRY(bput(d, n, &l32, 4));
+	return bput(d, n, s, l);
+}
+
+/* Frame id of locs[li]: interned address, or lines by content. */
+static int
+frame_of(heapprof_delta *d, uint32_t li, uint32_t *out)
+{
+	size_t n = 0;
+	uint64_t addr = d->dec.loc_addr[li];
+	if (addr) {
+		uint8_t b[9];
+		b[0] = 'A';
+		memcpy(b + 1, &addr, 8);
+		HP_TRY(bput(d, &n, b, 9));
+	} else {
+		pprof_location l;
+		HP_TRY(heapprof__pprof_location(&d->dec, li, &l));
+		HP_TRY(bput(d, &n, "S", 1));
+		for (size_t k = 0; k < l.nlines; k++) {
+			long fi = heapprof__pprof_find_function(
+				&d->dec, l.lines[k].function_id);
+			pprof_function fn = {0};
+			if (fi >= 0)
+				HP_TRY(heapprof__pprof_function(&d->dec,
+				                                (size_t)fi, &fn));
+			HP_TRY(bput_str(d, &n, fn.name));
+			HP_TRY(bput_str(d, &n, fn.filename));
+			HP_TRY(bput(d, &n, &l.lines[k].line, 8));
+		}
+	}
+	int rc = heapprof__dt_intern(&d->frames, d->bbuf, n,
+	                             heapprof__dt_hash(d->bbuf, n), out);
+	return rc < 0 ? rc : 0;
+}
+
+static int
+str_cmp(const pprof_dec *dec, uint32_t a, uint32_t b)
+{
+	if (a == b)
+		return 0;
+	size_t la, lb;
+	const char *sa = heapprof__pprof_string(dec, a, &la);
+	const char *sb = heapprof__pprof_string(dec, b, &lb);
+	int c = memcmp(sa, sb, la < lb ? la : lb);
+	if (c)
+		return c;
+	return la < lb ? -1 : la > lb;
+}
+
+static int
+label_cmp(const pprof_dec *dec, const pprof_label *x, const pprof_label *y)
+{
+	int c = str_cmp(dec, x->key, y->key);
+	if (!c)
+		c = str_cmp(dec, x->str, y->str);
+	if (!c)
+		c = x->num < y->num ? -1 : x->num > y->num;
+	if (!c)
+		c = str_cmp(dec, x->num_unit, y->num_unit);
+	return c;
+}
+
+/* Label set id of a sample's labels, order-independent; DELTA_NONE if it
+ * has none. */
+static int
+labelset_of(heapprof_delta *d, const pprof_sample *s, uint32_t *out)
+{
+	if (s->nlabels == 0) {
+		*out = DELTA_NONE;
+		return 0;
+	}
+	HP_TRY(heapprof__delta_grow(d, &d->lorder, &d->lorder_cap, s->nlabels,
+	                            4));
+	/* Insertion sort: label lists are short. */
+	for (size_t i = 0; i < s->nlabels; i++) {
+		size_t j = i;
+		while (j > 0 && label_cmp(&d->dec, &s->labels[d->lorder[j - 1]],
+		                          &s->labels[i]) > 0) {
+			d->lorder[j] = d->lorder[j - 1];
+			j--;
+		}
+		d->lorder[j] = (uint32_t)i;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < s->nlabels; i++) {
+		const pprof_label *lb = &s->labels[d->lorder[i]];
+		HP_TRY(bput_str(d, &n, lb->key));
+		HP_TRY(bput_str(d, &n, lb->str));
+		HP_TRY(bput(d, &n, &lb->num, 8));
+		HP_TRY(bput_str(d, &n, lb->num_unit));
+	}
+	int rc = heapprof__dt_intern(&d->labelsets, d->bbuf, n,
+	                             heapprof__dt_hash(d->bbuf, n), out);
+	return rc < 0 ? rc : 0;
+}
+
+/* Makes the per-key arrays hold `n` keys; new rows start at zero. */
+static int
+keys_room(heapprof_delta *d, size_t n)
+{
+	if (n <= d->kcap)
+		return 0;
+	size_t c = d->kcap ? d->kcap * 2 : 256;
+	while (c < n)
+		c *= 2;
+	size_t nn = d->nnames;
+	int64_t *p = d->rf(d->rctx, d->prev, d->kcap * nn * 8, c * nn * 8 + 8);
+	if (!p)
+		return -ENOMEM;
+	d->prev = p;
+	uint32_t *g = d->rf(d->rctx, d->kgen, d->kcap * 4, c * 4);
+	if (!g)
+		return -ENOMEM; /* prev already grown: harmless, kcap unchanged */
+	d->kgen = g;
+	uint32_t *q = d->rf(d->rctx, d->kpos, d->kcap * 4, c * 4);
+	if (!q)
+		return -ENOMEM;
+	d->kpos = q;
+	d->kcap = c;
+	return 0;
+}
+
+/* ------------------------------------------------------------ passes */
+
+/* Pass A: every sample -> its key's item; values summed per item. */
+static int
+aggregate(heapprof_delta *d)
+{
+	pprof_dec *dec = &d->dec;
+	size_t nt = dec->ntypes;
+	pprof_sample_iter it;
+	pprof_sample s;
+	int rc;
+	d->nitems = 0;
+	heapprof__pprof_samples(dec, &it);
+	while ((rc = heapprof__pprof_sample_next(dec, &it, &s)) == 0) {
+		d->last_in++;
+		HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap,
+		                            s.nlocations + 1, 4));
+		uint32_t *kb = d->keybuf;
+		HP_TRY(labelset_of(d, &s, &kb[0]));
+		for (size_t i = 0; i < s.nlocations; i++) {
+			uint32_t li = s.location_index[i];
+			uint32_t f = d->loc_frame[li];
+			if (HP_UNLIKELY(f == DELTA_NONE)) {
+				HP_TRY(frame_of(d, li, &f));
+				d->loc_frame[li] = f;
+			}
+			kb[i + 1] = f;
+		}
+		size_t klen = (s.nlocations + 1) * 4;
+		uint32_t kid;
+		rc = heapprof__dt_intern(&d->keys, kb, klen,
+		                         heapprof__dt_hash(kb, klen), &kid);
+		if (rc < 0)
+			return rc;
+		if (rc == 1) {
+			HP_TRY(keys_room(d, d->keys.n));
+			memset(d->prev + (size_t)kid * d->nnames, 0,
+			       d->nnames * 8);
+			d->kgen[kid] = d->gen - 1;
+		}
+		uint64_t *acc;
+		if (d->kgen[kid] != d->gen) {
+			HP_TRY(heapprof__delta_grow(d, &d->items, &d->items_cap,
+			                            d->nitems + 1,
+			                            sizeof(delta_item)));
+			HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
+			                            (d->nitems + 1) * nt, 8));
+			d->kgen[kid] = d->gen;
+			d->kpos[kid] = (uint32_t)d->nitems;
+			delta_item *item = &d->items[d->nitems++];
+			item->kid = kid;
+			item->off = s.offset;
+			item->len = s.len;
+			acc = d->acc + (size_t)d->kpos[kid] * nt;
+			for (size_t t = 0; t < nt; t++)
+				acc[t] = (uint64_t)s.values[t];
+		} else {
+			acc = d->acc + (size_t)d->kpos[kid] * nt;
+			for (size_t t = 0; t < nt; t++)
+				acc[t] += (uint64_t)s.values[t];
+		}
+	}
+	return rc == 1 ? 0 : rc;
+}
+
+/* Pass B: subtract, drop all-zero, write. Does not touch prev. */
+static int
+emit(heapprof_delta *d)
+{
+	pprof_dec *dec = &d->dec;
+	size_t nt = dec->ntypes, nn = d->nnames;
+	pprof_sample s;
+	for (size_t i = 0; i < d->nitems; i++) {
+		const delta_item *item = &d->items[i];
+		const uint64_t *acc = d->acc + i * nt;
+		const int64_t *prev = d->prev + (size_t)item->kid * nn;
+		bool nz = false;
+		for (size_t t = 0; t < nt; t++) {
+			uint64_t v = acc[t];
+			if (d->slot[t] >= 0)
+				v -= (uint64_t)prev[d->slot[t]];
+			d->outv[t] = (int64_t)v;
+			nz |= v != 0;
+		}
+		if (!nz)
+			continue;
+		HP_TRY(heapprof__pprof_sample_at(dec, item->off, item->len, &s));
+		HP_TRY(heapprof__delta_out_sample(d, &s, d->outv));
+		d->last_out++;
+	}
+	return 0;
+}
+
+static void
+commit(heapprof_delta *d)
+{
+	size_t nt = d->dec.ntypes, nn = d->nnames;
+	for (size_t i = 0; i < d->nitems; i++) {
+		const uint64_t *acc = d->acc + i * nt;
+		int64_t *prev = d->prev + (size_t)d->items[i].kid * nn;
+		for (size_t t = 0; t < nt; t++)
+			if (d->slot[t] >= 0)
+				prev[d->slot[t]] = (int64_t)acc[t];
+	}
+}
+
+/* Rebuilds the tables with the keys seen within max_age calls only. */
+static int
+compact(heapprof_delta *d, size_t live)
+{
+	dt_table nf, nl, nk;
+	heapprof__dt_init(&nf, d->rf, d->rctx);
+	heapprof__dt_init(&nl, d->rf, d->rctx);
+	heapprof__dt_init(&nk, d->rf, d->rctx);
+	size_t nn = d->nnames, cap = live ? live : 1;
+	int64_t *prev = d->rf(d->rctx, NULL, 0, cap * nn * 8 + 8);
+	uint32_t *kgen = d->rf(d->rctx, NULL, 0, cap * 4);
+	uint32_t *kpos = d->rf(d->rctx, NULL, 0, cap * 4);
+	int rc = prev && kgen && kpos ? 0 : -ENOMEM;
+	for (size_t k = 0; k < d->keys.n && rc == 0; k++) {
+		if (d->gen - d->kgen[k] > d->max_age)
+			continue;
+		size_t len;
+		const uint8_t *kb = heapprof__dt_bytes(&d->keys, (uint32_t)k, &len);
+		size_t nw = len / 4;
+		rc = heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap, nw, 4);
+		if (rc < 0)
+			break;
+		memcpy(d->keybuf, kb, len);
+		uint32_t *w = d->keybuf, id;
+		for (size_t i = 0; i < nw && rc >= 0; i++) {
+			if (i == 0 && w[0] == DELTA_NONE)
+				continue;
+			dt_table *src = i == 0 ? &d->labelsets : &d->frames;
+			dt_table *dst = i == 0 ? &nl : &nf;
+			size_t bl;
+			const uint8_t *b = heapprof__dt_bytes(src, w[i], &bl);
+			rc = heapprof__dt_intern(dst, b, bl,
+			                         src->ents[w[i]].hash, &id);
+			w[i] = id;
+		}
+		if (rc < 0)
+			break;
+		rc = heapprof__dt_intern(&nk, w, len,
+		                         heapprof__dt_hash(w, len), &id);
+		if (rc < 0)
+			break;
+		rc = 0;
+		memcpy(prev + (size_t)id * nn, d->prev + k * nn, nn * 8);
+		kgen[id] = d->kgen[k];
+	}
+	if (rc < 0) {
+		heapprof__dt_free(&nf);
+		heapprof__dt_free(&nl);
+		heapprof__dt_free(&nk);
+		if (prev)
+			d->rf(d->rctx, prev, cap * nn * 8 + 8, 0);
+		if (kgen)
+			d->rf(d->rctx, kgen, cap * 4, 0);
+		if (kpos)
+			d->rf(d->rctx, kpos, cap * 4, 0);
+		return rc;
+	}
+	d->evicted += d->keys.n - nk.n;
+	heapprof__dt_free(&d->frames);
+	heapprof__dt_free(&d->labelsets);
+	heapprof__dt_free(&d->keys);
+	heapprof__delta_release(d, &d->prev, d->kcap * nn * 8 + 8);
+	heapprof__delta_release(d, &d->kgen, d->kcap * 4);
+	heapprof__delta_release(d, &d->kpos, d->kcap * 4);
+	d->frames = nf;
+	d->labelsets = nl;
+	d->keys = nk;
+	d->prev = prev;
+	d->kgen = kgen;
+	d->kpos = kpos;
+	d->kcap = cap;
+	return 0;
+}
+
+static int
+maybe_evict(heapprof_delta *d)
+{
+	size_t dead = 0;
+	for (size_t k = 0; k < d->keys.n; k++)
+		dead += d->gen - d->kgen[k] > d->max_age;
+	/* Rebuild once a quarter of the keys are dead: memory stays within
+	 * 4/3 of the live set, and a stable stream never rebuilds. */
+	if (dead == 0 || dead * 4 < d->keys.n)
+		return 0;
+	return compact(d, d->keys.n - dead);
+}
+
+/* Per-call setup: type slots and per-location caches. */
+static int
+prepare(heapprof_delta *d)
+{
+	pprof_dec *dec = &d->dec;
+	size_t nt = dec->ntypes;
+	HP_TRY(heapprof__delta_grow(d, &d->slot, &d->slot_cap, nt + 1, 4));
+	HP_TRY(heapprof__delta_grow(d, &d->outv, &d->outv_cap, nt + 1, 8));
+	for (size_t t = 0; t < nt; t++) {
+		d->slot[t] = -1;
+		for (size_t k = 0; k < d->nnames; k++)
+			if (heapprof__pprof_string_eq(dec, dec->types[t].type,
+			                              d->names[k])) {
+				d->slot[t] = (int32_t)k;
+				break;
+			}
+		/* A type listed twice in one profile is subtracted once. */
+		for (size_t u = 0; u < t && d->slot[t] >= 0; u++)
+			if (d->slot[u] == d->slot[t])
+				d->slot[t] = -1;
+	}
+	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
+	                            dec->nlocs + 1, 4));
+	memset(d->loc_frame, 0xff, dec->nlocs * 4);
+	return 0;
+}
+
+HP_EXPORT int
+heapprof_delta_compute(heapprof_delta *d, const void *profile, size_t len,
+                       unsigned flags, heapprof_write_fn *write, void *arg)
+{
+	if (!d || !write || (!profile && len))
+		return -EINVAL;
+	d->gen++;
+	d->last_in = d->last_out = 0;
+	int rc = heapprof__pprof_dec_open(&d->dec, profile, len);
+	if (rc == 0)
+		rc = prepare(d);
+	if (rc == 0)
+		rc = aggregate(d);
+	if (rc == 0)
+		rc = heapprof__delta_out_begin(d, flags, write, arg);
+	if (rc == 0)
+		rc = emit(d);
+	if (rc == 0) {
+		int64_t t = d->dec.time_nanos, dur = d->dec.duration_nanos;
+		if (d->have_prev && t && d->prev_time)
+			dur = t - d->prev_time;
+		rc = heapprof__delta_out_finish(d, flags, t, dur);
+	}
+	if (rc < 0)
+		return rc;
+	commit(d);
+	d->prev_time = d->dec.time_nanos;
+	d->have_prev = true;
+	d->calls++;
+	return maybe_evict(d);
+}

@@ -1,0 +1,95 @@
+/*
+ * delta.h: internals of the delta computer (heapprof_delta_* in
+ * heapprof.h), shared by delta.c (state, aggregation, subtraction,
+ * eviction) and delta_write.c (pruned, renumbered output).
+ */
+#ifndef HEAPPROF_DELTA_H
+#define HEAPPROF_DELTA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "heapprof.h"
+#include "delta_table.h"
+#include "gz.h"
+#include "pb.h"
+#include "pprof_dec.h"
+
+#define DELTA_NONE UINT32_MAX
+
+typedef struct delta_item {
+	uint32_t kid;      /* key id */
+	uint32_t off, len; /* first sample with that key in this profile */
+} delta_item;
+
+struct heapprof_delta {
+	pb_realloc_fn *rf;
+	void *rctx;
+
+	/* configuration */
+	char **names; /* subtracted type names */
+	size_t nnames;
+	unsigned max_age;
+
+	/* stream state */
+	dt_table frames, labelsets, keys;
+	int64_t *prev;   /* keys.n x nnames: values of the previous profile */
+	uint32_t *kgen;  /* call in which each key was last seen */
+	uint32_t *kpos;  /* its item index in that call */
+	size_t kcap;
+	uint32_t gen;
+	int64_t prev_time;
+	bool have_prev;
+	uint64_t calls, evicted;
+
+	/* per-call scratch, kept for its capacity */
+	pprof_dec dec;
+	uint32_t *loc_frame;
+	size_t loc_frame_cap;
+	uint32_t *keybuf;
+	size_t keybuf_cap;
+	uint8_t *bbuf;
+	size_t bbuf_cap;
+	uint32_t *lorder; /* label sort order */
+	size_t lorder_cap;
+	delta_item *items;
+	size_t nitems, items_cap;
+	uint64_t *acc; /* nitems x ntypes, summed as unsigned (wraps) */
+	size_t acc_cap;
+	int32_t *slot; /* per input type: index into names or -1 */
+	size_t slot_cap;
+	int64_t *outv;
+	size_t outv_cap;
+	uint32_t *str_map; /* input string index -> output index (0: none) */
+	size_t str_map_cap;
+	uint32_t *out_strs; /* output string i = input string out_strs[i] */
+	size_t nout_strs, out_strs_cap;
+	uint8_t *loc_used, *func_used, *map_used;
+	size_t loc_used_cap, func_used_cap, map_used_cap;
+	size_t last_in, last_out;
+
+	/* output */
+	pb_writer w;
+	gz_writer gz;
+	bool gz_ready;
+	heapprof_write_fn *write;
+	void *write_arg;
+};
+
+/* Grows a scratch array to hold `need` elements (doubling). */
+int heapprof__delta_grow(heapprof_delta *d, void *pp, size_t *cap, size_t need,
+                         size_t elem);
+void heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes);
+
+/* Output (delta_write.c). begin resets the writer and writes the sample
+ * types; sample writes one sample; finish writes the mappings, locations,
+ * functions and strings the samples need, the header, and flushes. */
+int heapprof__delta_out_begin(heapprof_delta *d, unsigned flags,
+                              heapprof_write_fn *write, void *arg);
+int heapprof__delta_out_sample(heapprof_delta *d, const pprof_sample *s,
+                               const int64_t *values);
+int heapprof__delta_out_finish(heapprof_delta *d, unsigned flags,
+                               int64_t time_nanos, int64_t duration_nanos);
+void heapprof__delta_out_free(heapprof_delta *d);
+
+#endif

@@ -1,0 +1,169 @@
+/*
+ * delta_table.c: exact-compare interning hash table with an arena (see
+ * delta_table.h).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "heapprof.h"
+#include "delta_table.h"
+
+void
+heapprof__dt_init(dt_table *t, pb_realloc_fn *rf, void *rctx)
+{
+	memset(t, 0, sizeof(*t));
+	t->rf = rf ? rf : heapprof__pb_libc_realloc;
+	t->rctx = rctx;
+}
+
+void
+heapprof__dt_free(dt_table *t)
+{
+	if (t->slots)
+		t->rf(t->rctx, t->slots, t->nslots * sizeof(uint32_t), 0);
+	if (t->ents)
+		t->rf(t->rctx, t->ents, t->cap * sizeof(dt_entry), 0);
+	if (t->arena)
+		t->rf(t->rctx, t->arena, t->acap, 0);
+	pb_realloc_fn *rf = t->rf;
+	void *rctx = t->rctx;
+	heapprof__dt_init(t, rf, rctx);
+}
+
+void
+heapprof__dt_clear(dt_table *t)
+{
+	if (t->slots)
+		memset(t->slots, 0, t->nslots * sizeof(uint32_t));
+	t->n = 0;
+	t->alen = 0;
+}
+
+size_t
+heapprof__dt_memory(const dt_table *t)
+{
+	return t->nslots * sizeof(uint32_t) + t->cap * sizeof(dt_entry) +
+	       t->acap;
+}
+
+static inline uint64_t
+rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline uint64_t
+mix(uint64_t a, uint64_t b)
+{
+	__uint128_t r = (__uint128_t)a * b;
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+/* A small multiply-mix hash (not cryptographic: collisions only cost a
+ * compare, identity is decided by memcmp). */
+uint64_t
+heapprof__dt_hash(const void *key, size_t n)
+{
+	const uint8_t *p = key;
+	const uint64_t k0 = 0xa0761d6478bd642fULL, k1 = 0xe7037ed1a0b428dbULL;
+	uint64_t h = k0 ^ (n * k1);
+	while (n >= 16) {
+		h = mix(rd64(p) ^ k1, rd64(p + 8) ^ h);
+		p += 16;
+		n -= 16;
+	}
+	if (n >= 8) {
+		h = mix(rd64(p) ^ k1, h ^ k0);
+		p += 8;
+		n -= 8;
+	}
+	if (n) {
+		uint64_t tail = 0;
+		memcpy(&tail, p, n);
+		h = mix(tail ^ k1, h ^ 0x8ebc6af09c88c6e3ULL);
+	}
+	return mix(h ^ k0, h ^ k1 ^ 0x589965cc75374cc3ULL);
+}
+
+static int
+rehash(dt_table *t, size_t nslots)
+{
+	uint32_t *s = t->rf(t->rctx, NULL, 0, nslots * sizeof(uint32_t));
+	if (!s)
+		return -ENOMEM;
+	memset(s, 0, nslots * sizeof(uint32_t));
+	size_t mask = nslots - 1;
+	for (size_t i = 0; i < t->n; i++) {
+		size_t h = (size_t)t->ents[i].hash & mask;
+		while (s[h])
+			h = (h + 1) & mask;
+		s[h] = (uint32_t)i + 1;
+	}
+	if (t->slots)
+		t->rf(t->rctx, t->slots, t->nslots * sizeof(uint32_t), 0);
+	t->slots = s;
+	t->nslots = nslots;
+	return 0;
+}
+
+int
+heapprof__dt_intern(dt_table *t, const void *key, size_t len, uint64_t hash,
+                    uint32_t *id)
+{
+	if (HP_LIKELY(t->nslots)) {
+		size_t mask = t->nslots - 1;
+		size_t h = (size_t)hash & mask;
+		uint32_t s;
+		while ((s = t->slots[h]) != 0) {
+			const dt_entry *e = &t->ents[s - 1];
+			if (e->hash == hash && e->len == len &&
+			    memcmp(t->arena + e->off, key, len) == 0) {
+				*id = s - 1;
+				return 0;
+			}
+			h = (h + 1) & mask;
+		}
+	}
+	/* Insert. Load factor <= 1/2. */
+	if ((t->n + 1) * 2 > t->nslots) {
+		HP_TRY(rehash(t, t->nslots ? t->nslots * 2 : 64));
+	}
+	if (t->n >= UINT32_MAX - 1 || len > UINT32_MAX)
+		return -ENOMEM;
+	if (t->n == t->cap) {
+		size_t c = t->cap ? t->cap * 2 : 64;
+		void *p = t->rf(t->rctx, t->ents, t->cap * sizeof(dt_entry),
+		                c * sizeof(dt_entry));
+		if (!p)
+			return -ENOMEM;
+		t->ents = p;
+		t->cap = c;
+	}
+	if (t->acap - t->alen < len) {
+		size_t c = t->acap ? t->acap : 4096;
+		while (c - t->alen < len)
+			c *= 2;
+		if (c > UINT32_MAX)
+			return -ENOMEM;
+		void *p = t->rf(t->rctx, t->arena, t->acap, c);
+		if (!p)
+			return -ENOMEM;
+		t->arena = p;
+		t->acap = c;
+	}
+	memcpy(t->arena + t->alen, key, len);
+	dt_entry *e = &t->ents[t->n];
+	e->hash = hash;
+	e->off = (uint32_t)t->alen;
+	e->len = (uint32_t)len;
+	t->alen += len;
+	size_t mask = t->nslots - 1;
+	size_t h = (size_t)hash & mask;
+	while (t->slots[h])
+		h = (h + 1) & mask;
+	t->slots[h] = (uint32_t)t->n + 1;
+	*id = (uint32_t)t->n++;
+	return 1;
+}

@@ -1,0 +1,57 @@
+/*
+ * delta_table.h: the interning table the delta computer keeps its state in:
+ * byte strings -> dense ids, with exact comparison (the hash only picks the
+ * bucket), an arena for the bytes, and a per-entry generation for eviction.
+ * Used three times: frames (address or function/file/line), label sets
+ * (canonical sorted labels) and sample keys (label set id + frame ids).
+ * All memory comes from a realloc hook; lookups of existing keys allocate
+ * nothing.
+ */
+#ifndef HEAPPROF_DELTA_TABLE_H
+#define HEAPPROF_DELTA_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pb.h"
+
+typedef struct dt_entry {
+	uint64_t hash;
+	uint32_t off, len; /* bytes in the arena */
+} dt_entry;
+
+typedef struct dt_table {
+	uint32_t *slots; /* id + 1, 0 = empty; open addressing */
+	size_t nslots;   /* power of two */
+	dt_entry *ents;
+	size_t n, cap;
+	uint8_t *arena;
+	size_t alen, acap;
+	pb_realloc_fn *rf;
+	void *rctx;
+} dt_table;
+
+void heapprof__dt_init(dt_table *t, pb_realloc_fn *rf, void *rctx);
+void heapprof__dt_free(dt_table *t);
+/* Drops every entry, keeps the memory. */
+void heapprof__dt_clear(dt_table *t);
+
+uint64_t heapprof__dt_hash(const void *p, size_t n);
+
+/* Finds or inserts `key`: *id set; returns 1 if inserted, 0 if found, or
+ * -ENOMEM. `hash` must be heapprof__dt_hash(key, len). */
+int heapprof__dt_intern(dt_table *t, const void *key, size_t len,
+                        uint64_t hash, uint32_t *id);
+
+static inline const uint8_t *
+heapprof__dt_bytes(const dt_table *t, uint32_t id, size_t *len)
+{
+	*len = t->ents[id].len;
+	return t->arena + t->ents[id].off;
+}
+
+/* Bytes held (for stats). */
+size_t heapprof__dt_memory(const dt_table *t);
+
+#endif

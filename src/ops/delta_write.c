@@ -1,0 +1,272 @@
+/*
+ * delta_write.c: the output side of the delta computer: samples as they
+ * are emitted, then only the mappings, locations, functions and strings
+ * those samples reference, with strings renumbered compactly, through
+ * pb_write.c and (optionally) a reused gzip stream.
+ */
+#include <errno.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "heapprof.h"
+#include "delta.h"
+
+/* ------------------------------------------------------------ sinks */
+
+static int
+raw_sink(void *ctx, const uint8_t *p, size_t n)
+{
+	heapprof_delta *d = ctx;
+	return d->write(d->write_arg, p, n);
+}
+
+typedef struct zhdr {
+	size_t size, pad;
+} zhdr;
+
+static voidpf
+z_alloc(voidpf opaque, uInt items, uInt size)
+{
+	heapprof_delta *d = opaque;
+	size_t n = (size_t)items * size + sizeof(zhdr);
+	zhdr *h = d->rf(d->rctx, NULL, 0, n);
+	if (!h)
+		return Z_NULL;
+	h->size = n;
+	return h + 1;
+}
+
+static void
+z_free(voidpf opaque, voidpf p)
+{
+	heapprof_delta *d = opaque;
+	if (!p)
+		return;
+	zhdr *h = (zhdr *)p - 1;
+	d->rf(d->rctx, h, h->size, 0);
+}
+
+/* Z_FINISH without deflateEnd, so the stream is reset and reused. */
+static int
+gz_finish_keep(gz_writer *g)
+{
+	if (g->err)
+		return g->err;
+	int rc;
+	g->zs.next_in = NULL;
+	g->zs.avail_in = 0;
+	do {
+		g->zs.next_out = g->obuf;
+		g->zs.avail_out = sizeof(g->obuf);
+		rc = deflate(&g->zs, Z_FINISH);
+		if (rc == Z_STREAM_ERROR)
+			return HEAPPROF_EGZIP;
+		size_t have = sizeof(g->obuf) - g->zs.avail_out;
+		if (have) {
+			int w = g->out(g->out_ctx, g->obuf, have);
+			if (w < 0)
+				return g->err = w;
+		}
+	} while (rc != Z_STREAM_END);
+	return 0;
+}
+
+void
+heapprof__delta_out_free(heapprof_delta *d)
+{
+	heapprof__pb_free(&d->w);
+	if (d->gz_ready)
+		heapprof__gz_writer_abort(&d->gz);
+	d->gz_ready = false;
+}
+
+/* ------------------------------------------------------------ strings */
+
+HP_INLINE uint64_t
+str_out(heapprof_delta *d, uint32_t i)
+{
+	if (i == 0)
+		return 0;
+	uint32_t o = d->str_map[i];
+	if (o)
+		return o;
+	/* out_strs has room for every input string (sized in begin). */
+	o = (uint32_t)d->nout_strs++;
+	d->out_strs[o] = i;
+	d->str_map[i] = o;
+	return o;
+}
+
+/* ------------------------------------------------------------ output */
+
+int
+heapprof__delta_out_begin(heapprof_delta *d, unsigned flags,
+                          heapprof_write_fn *write, void *arg)
+{
+	pprof_dec *dec = &d->dec;
+	d->write = write;
+	d->write_arg = arg;
+	HP_TRY(heapprof__delta_grow(d, &d->str_map, &d->str_map_cap,
+	                            dec->nstrings + 1, 4));
+	HP_TRY(heapprof__delta_grow(d, &d->out_strs, &d->out_strs_cap,
+	                            dec->nstrings + 1, 4));
+	HP_TRY(heapprof__delta_grow(d, &d->loc_used, &d->loc_used_cap,
+	                            dec->nlocs + 1, 1));
+	HP_TRY(heapprof__delta_grow(d, &d->func_used, &d->func_used_cap,
+	                            dec->nfuncs + 1, 1));
+	HP_TRY(heapprof__delta_grow(d, &d->map_used, &d->map_used_cap,
+	                            dec->nmaps + 1, 1));
+	memset(d->str_map, 0, dec->nstrings * 4);
+	memset(d->loc_used, 0, dec->nlocs);
+	memset(d->func_used, 0, dec->nfuncs);
+	memset(d->map_used, 0, dec->nmaps);
+	d->out_strs[0] = 0;
+	d->nout_strs = 1;
+
+	pb_sink_fn *sink = raw_sink;
+	void *sctx = d;
+	if (flags & HEAPPROF_DELTA_GZIP) {
+		if (!d->gz_ready) {
+			HP_TRY(heapprof__gz_writer_init(&d->gz, 1, raw_sink, d,
+			                                z_alloc, z_free, d));
+			d->gz_ready = true;
+		} else if (deflateReset(&d->gz.zs) != Z_OK) {
+			return HEAPPROF_EGZIP;
+		}
+		d->gz.err = 0;
+		sink = heapprof__gz_write;
+		sctx = &d->gz;
+	}
+	pb_writer *w = &d->w;
+	w->len = 0;
+	w->depth = 0;
+	w->err = 0;
+	w->sink = sink;
+	w->sink_ctx = sctx;
+	for (size_t t = 0; t < dec->ntypes; t++) {
+		heapprof__pb_begin(w, PPROF_SAMPLE_TYPE);
+		heapprof__pb_uint_opt(w, 1, str_out(d, dec->types[t].type));
+		heapprof__pb_uint_opt(w, 2, str_out(d, dec->types[t].unit));
+		heapprof__pb_end(w);
+	}
+	return w->err;
+}
+
+int
+heapprof__delta_out_sample(heapprof_delta *d, const pprof_sample *s,
+                           const int64_t *values)
+{
+	pb_writer *w = &d->w;
+	heapprof__pb_begin(w, PPROF_SAMPLE);
+	heapprof__pb_packed_u64(w, 1, s->location_ids, s->nlocations);
+	heapprof__pb_packed_i64(w, 2, values, s->nvalues);
+	for (size_t i = 0; i < s->nlabels; i++) {
+		const pprof_label *lb = &s->labels[i];
+		heapprof__pb_begin(w, 3);
+		heapprof__pb_uint_opt(w, 1, str_out(d, lb->key));
+		heapprof__pb_uint_opt(w, 2, str_out(d, lb->str));
+		heapprof__pb_uint_opt(w, 3, (uint64_t)lb->num);
+		heapprof__pb_uint_opt(w, 4, str_out(d, lb->num_unit));
+		heapprof__pb_end(w);
+	}
+	heapprof__pb_end(w);
+	for (size_t i = 0; i < s->nlocations; i++)
+		d->loc_used[s->location_index[i]] = 1;
+	return w->err;
+}
+
+static int
+write_refs(heapprof_delta *d)
+{
+	pprof_dec *dec = &d->dec;
+	pb_writer *w = &d->w;
+	/* Which functions and mappings the used locations need. */
+	for (size_t i = 0; i < dec->nlocs; i++) {
+		if (!d->loc_used[i])
+			continue;
+		pprof_location l;
+		HP_TRY(heapprof__pprof_location(dec, i, &l));
+		long m = heapprof__pprof_find_mapping(dec, l.mapping_id);
+		if (m >= 0)
+			d->map_used[m] = 1;
+		for (size_t k = 0; k < l.nlines; k++) {
+			long f = heapprof__pprof_find_function(
+				dec, l.lines[k].function_id);
+			if (f >= 0)
+				d->func_used[f] = 1;
+		}
+	}
+	for (size_t i = 0; i < dec->nmaps; i++) {
+		if (!d->map_used[i])
+			continue;
+		pprof_mapping m;
+		HP_TRY(heapprof__pprof_mapping(dec, i, &m));
+		heapprof__pb_begin(w, PPROF_MAPPING);
+		heapprof__pb_uint_opt(w, 1, m.id);
+		heapprof__pb_uint_opt(w, 2, m.memory_start);
+		heapprof__pb_uint_opt(w, 3, m.memory_limit);
+		heapprof__pb_uint_opt(w, 4, m.file_offset);
+		heapprof__pb_uint_opt(w, 5, str_out(d, m.filename));
+		heapprof__pb_uint_opt(w, 6, str_out(d, m.build_id));
+		heapprof__pb_uint_opt(w, 7, m.has_functions);
+		heapprof__pb_uint_opt(w, 8, m.has_filenames);
+		heapprof__pb_uint_opt(w, 9, m.has_line_numbers);
+		heapprof__pb_uint_opt(w, 10, m.has_inline_frames);
+		heapprof__pb_end(w);
+	}
+	/* Locations hold no string indexes: their bytes are copied. */
+	for (size_t i = 0; i < dec->nlocs; i++)
+		if (d->loc_used[i])
+			heapprof__pb_bytes_field(w, PPROF_LOCATION,
+			                         dec->buf + dec->locs[i].off,
+			                         dec->locs[i].len);
+	for (size_t i = 0; i < dec->nfuncs; i++) {
+		if (!d->func_used[i])
+			continue;
+		pprof_function f;
+		HP_TRY(heapprof__pprof_function(dec, i, &f));
+		heapprof__pb_begin(w, PPROF_FUNCTION);
+		heapprof__pb_uint_opt(w, 1, f.id);
+		heapprof__pb_uint_opt(w, 2, str_out(d, f.name));
+		heapprof__pb_uint_opt(w, 3, str_out(d, f.system_name));
+		heapprof__pb_uint_opt(w, 4, str_out(d, f.filename));
+		heapprof__pb_uint_opt(w, 5, (uint64_t)f.start_line);
+		heapprof__pb_end(w);
+	}
+	return w->err;
+}
+
+int
+heapprof__delta_out_finish(heapprof_delta *d, unsigned flags,
+                           int64_t time_nanos, int64_t duration_nanos)
+{
+	pprof_dec *dec = &d->dec;
+	pb_writer *w = &d->w;
+	HP_TRY(write_refs(d));
+	heapprof__pb_uint_opt(w, PPROF_DROP_FRAMES, str_out(d, dec->drop_frames));
+	heapprof__pb_uint_opt(w, PPROF_KEEP_FRAMES, str_out(d, dec->keep_frames));
+	heapprof__pb_uint_opt(w, PPROF_TIME_NANOS, (uint64_t)time_nanos);
+	heapprof__pb_uint_opt(w, PPROF_DURATION_NANOS, (uint64_t)duration_nanos);
+	if (dec->period_type.type || dec->period_type.unit) {
+		heapprof__pb_begin(w, PPROF_PERIOD_TYPE);
+		heapprof__pb_uint_opt(w, 1, str_out(d, dec->period_type.type));
+		heapprof__pb_uint_opt(w, 2, str_out(d, dec->period_type.unit));
+		heapprof__pb_end(w);
+	}
+	heapprof__pb_uint_opt(w, PPROF_PERIOD, (uint64_t)dec->period);
+	for (size_t i = 0; i < dec->ncomments; i++)
+		heapprof__pb_varint_field(w, PPROF_COMMENT,
+		                          str_out(d, dec->comments[i]));
+	heapprof__pb_uint_opt(w, PPROF_DEFAULT_SAMPLE_TYPE,
+	                      str_out(d, dec->default_sample_type));
+	heapprof__pb_uint_opt(w, PPROF_DOC_URL, str_out(d, dec->doc_url));
+	for (size_t i = 0; i < d->nout_strs; i++) {
+		size_t l;
+		const char *s = heapprof__pprof_string(dec, d->out_strs[i], &l);
+		heapprof__pb_bytes_field(w, PPROF_STRING_TABLE, s, l);
+	}
+	HP_TRY(heapprof__pb_finish(w));
+	if (flags & HEAPPROF_DELTA_GZIP)
+		HP_TRY(gz_finish_keep(&d->gz));
+	return 0;
+}
