@@ -28,6 +28,14 @@ heapprof__mg_init(mg_merger *m)
 	memset(m, 0, sizeof(*m));
 	heapprof__pprof_dec_init(&m->dec, NULL, NULL);
 	m->err = heapprof__mg_str_init(&m->str);
+	/* Never leave a pool NULL: `pool + 0` on NULL is undefined in C. */
+	mg_vec *v[] = {&m->comments, &m->maps, &m->funcs, &m->locs, &m->lines,
+	               &m->samples, &m->sloc, &m->slab, &m->svals};
+	size_t sz[] = {sizeof(uint32_t), sizeof(mg_mapping), sizeof(mg_function),
+	               sizeof(mg_location), sizeof(mg_line), sizeof(mg_sample),
+	               sizeof(uint32_t), sizeof(mg_label), sizeof(int64_t)};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]) && !m->err; i++)
+		m->err = heapprof__mg_vec_reserve(v[i], sz[i], 1);
 }
 
 void
