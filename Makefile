@@ -128,3 +128,6 @@ $(B)/pprofcheck: tests/oracle/pprofcheck/main.go
 		GOFLAGS= GOPROXY=off GOCACHE=$(CURDIR)/$(B)/gocache go build -o $(CURDIR)/$@ .
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+
+# The frame-pointer unwinder walks through the profiler's own frames.
+$(B)/obj/src/collect/%.o: ALLCFLAGS += -fno-omit-frame-pointer

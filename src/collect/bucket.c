@@ -1,0 +1,120 @@
+/*
+ * bucket.c: the per-(stack, size) records of sampled allocations, Go's
+ * memRecord model: alloc and free counts of sampled objects and bytes. Every
+ * object in a bucket has the same size, so unsampling with 1/(1-exp(-S/R))
+ * is exact per bucket and the legacy text (raw counts) agrees with pprof.
+ *
+ * A hash table of 2^18 chains, heads in one mmap'd array. Lookups are
+ * lock-free: chains only ever grow at the head, published with release
+ * stores and read with acquire loads, and buckets are never freed (stacks
+ * of a running process are few and long-lived; Go keeps its buckets
+ * forever too). Creating a bucket takes `lock`, re-checks the chain, and
+ * publishes. Counters are relaxed atomics, so snapshots read them without
+ * stopping any allocation.
+ */
+#include <string.h>
+#include <sys/mman.h>
+
+#include "collect.h"
+
+#define NHEADS ((size_t)1 << 18)
+
+static _Atomic(hp_bucket *) *heads; /* written once at init */
+static _Atomic(hp_bucket *) all;    /* newest bucket; list via all_next */
+static _Atomic uint64_t count;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* serialises inserts */
+
+int
+heapprof__bucket_init(void)
+{
+	void *p = mmap(NULL, NHEADS * sizeof(*heads), PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -12;
+	heads = p;
+	return 0;
+}
+
+static uint64_t
+stack_hash(const uint64_t *stack, int depth, size_t size)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ size;
+	for (int i = 0; i < depth; i++) {
+		h ^= stack[i];
+		h *= 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+	}
+	h ^= (uint64_t)depth;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 29);
+}
+
+static bool
+same(const hp_bucket *b, uint64_t h, const uint64_t *stack, int depth,
+     size_t size)
+{
+	return b->hash == h && b->size == size && b->depth == (uint32_t)depth &&
+	       memcmp(b->stack, stack, (size_t)depth * sizeof(*stack)) == 0;
+}
+
+hp_bucket *
+heapprof__bucket_get(const uint64_t *stack, int depth, size_t size)
+{
+	if (!heads)
+		return NULL;
+	uint64_t h = stack_hash(stack, depth, size);
+	_Atomic(hp_bucket *) *head = &heads[h & (NHEADS - 1)];
+	for (hp_bucket *b = atomic_load_explicit(head, memory_order_acquire); b;
+	     b = b->next)
+		if (same(b, h, stack, depth, size))
+			return b;
+
+	pthread_mutex_lock(&lock);
+	hp_bucket *first = atomic_load_explicit(head, memory_order_acquire);
+	for (hp_bucket *b = first; b; b = b->next) {
+		if (same(b, h, stack, depth, size)) {
+			pthread_mutex_unlock(&lock);
+			return b;
+		}
+	}
+	hp_bucket *b = heapprof__arena_alloc(sizeof(*b) +
+	                                     (size_t)depth * sizeof(uint64_t));
+	if (b) {
+		memset(b, 0, sizeof(*b));
+		b->hash = h;
+		b->size = size;
+		b->depth = (uint32_t)depth;
+		memcpy(b->stack, stack, (size_t)depth * sizeof(*stack));
+		b->next = first;
+		b->all_next = atomic_load_explicit(&all, memory_order_relaxed);
+		atomic_store_explicit(head, b, memory_order_release);
+		atomic_store_explicit(&all, b, memory_order_release);
+		atomic_fetch_add_explicit(&count, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&lock);
+	return b;
+}
+
+hp_bucket *
+heapprof__bucket_list(void)
+{
+	return atomic_load_explicit(&all, memory_order_acquire);
+}
+
+uint64_t
+heapprof__bucket_count(void)
+{
+	return atomic_load_explicit(&count, memory_order_relaxed);
+}
+
+void
+heapprof__bucket_atfork_prepare(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void
+heapprof__bucket_atfork_release(void)
+{
+	pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,184 @@
+/*
+ * collect.h: what the capture modules (src/collect/, in-process) share:
+ * the per-thread state, the global configuration, and each module's
+ * internal functions, grouped by the file that defines them.
+ *
+ * Data flow: interpose.c (malloc family) -> sampler (TLS byte counter) ->
+ * on a sample: range.c (the sampled object's memory, which makes free's
+ * check two compares) + stack.c (the call stack) + bucket.c (per stack and
+ * size counters) -> snapshot.c (records for the writers) -> serve/dump.c.
+ */
+#ifndef HEAPPROF_COLLECT_H
+#define HEAPPROF_COLLECT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compiler.h"
+#include "heapprof.h"
+
+#define HP_MAX_DEPTH 64
+
+/* ------------------------------------------------------------ thread state */
+
+/* Everything the fast path touches lives here, in initial-exec TLS (no
+ * __tls_get_addr call, which could itself allocate). Only the owning thread
+ * reads or writes it. */
+typedef struct hp_tls {
+	int64_t left;      /* bytes until the next sample; <= 0: slow path */
+	uint32_t busy;     /* re-entrancy depth: nonzero inside the profiler */
+	uint32_t seeded;   /* rng initialised */
+	uint64_t rng;      /* xorshift64* state */
+	uintptr_t stack_lo, stack_hi; /* this thread's stack, for the fp walker */
+} hp_tls;
+
+extern __thread hp_tls heapprof__tls __attribute__((tls_model("initial-exec")));
+
+/* ------------------------------------------------------------ configuration */
+
+typedef struct hp_config {
+	_Atomic int64_t rate;   /* mean bytes between samples; 0 = off */
+	int depth;              /* max frames recorded, 1..64 */
+	int unwind_fp;          /* 1: frame-pointer walker, 0: libunwind */
+	int text;               /* legacy text output instead of pprof */
+	int interval;           /* seconds between periodic dumps, 0 = none */
+	int signal;             /* dump signal number, 0 = none */
+	int at_exit;            /* dump at exit */
+	char out[4096];         /* output path template (%p pid, %n sequence) */
+} hp_config;
+
+/* Written once by the constructor before sampling is enabled; read-only
+ * afterwards except `rate` (atomic). */
+extern hp_config heapprof__cfg;
+
+/* 1 once the real allocator functions are resolved and the profiler may
+ * sample; set by init.c with release order, read with acquire. */
+extern _Atomic int heapprof__ready;
+
+/* ----------------------------------------------------------- interpose.c */
+
+/* The next allocator's functions (glibc's, or another preloaded one). */
+typedef struct hp_next {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	size_t (*malloc_usable_size)(void *);
+} hp_next;
+extern hp_next heapprof__next;
+/* Resolves heapprof__next through dlsym(RTLD_NEXT). Idempotent. */
+void heapprof__interpose_resolve(void);
+
+/* ------------------------------------------------------------- sampler.c */
+
+/* Draws the next sampling distance (exponential, mean `rate`). */
+int64_t heapprof__sampler_next(hp_tls *t, int64_t rate);
+
+/* --------------------------------------------------------------- arena.c */
+
+/* Bump allocation from mmap'd chunks; never freed. Thread-safe. Used for
+ * buckets and stacks, so the profiler never calls the malloc it wraps. */
+void *heapprof__arena_alloc(size_t n);
+size_t heapprof__arena_bytes(void); /* total mapped, for the stats */
+void heapprof__arena_atfork_prepare(void);
+void heapprof__arena_atfork_release(void);
+
+/* --------------------------------------------------------------- range.c */
+
+/* The sampled-object header, 64 bytes just below the user pointer. */
+typedef struct hp_obj {
+	uint64_t magic;
+	struct hp_bucket *bucket;
+	size_t size;        /* bytes the program asked for */
+	uintptr_t run;      /* start of the page run holding the object */
+	uint32_t run_class; /* log2 of the run's page count */
+	uint32_t pad0;
+	uint64_t pad1[3];
+} hp_obj;
+#define HP_OBJ_MAGIC 0x68656170726f6621ULL /* "heaprof!" */
+
+/* [base, base + span) is the profiler's range; a pointer in it was sampled.
+ * Written once at init (before heapprof__ready), read-only afterwards. */
+extern uintptr_t heapprof__range_base;
+extern uintptr_t heapprof__range_span;
+
+HP_INLINE bool
+heapprof__range_owns(const void *p)
+{
+	return (uintptr_t)p - heapprof__range_base < heapprof__range_span;
+}
+
+int heapprof__range_init(void);
+/* Memory for a sampled object: returns the user pointer (aligned to
+ * `align`, a power of two >= 16) with its header filled in but for the
+ * bucket, or NULL if the range is exhausted. */
+void *heapprof__range_alloc(size_t size, size_t align, bool zero);
+/* Gives the object's pages back. */
+void heapprof__range_free(hp_obj *o);
+HP_INLINE hp_obj *
+heapprof__range_obj(void *p)
+{
+	return (hp_obj *)p - 1;
+}
+/* Counters for the stats comment. */
+void heapprof__range_stats(uint64_t *live_runs, uint64_t *mapped_bytes,
+                           uint64_t *exhausted);
+void heapprof__range_atfork_prepare(void);
+void heapprof__range_atfork_release(void);
+
+/* --------------------------------------------------------------- stack.c */
+
+int heapprof__stack_init(void); /* loads libunwind; 0 or -errno */
+/* Captures up to `max` call-site addresses (return address - 1), leaf
+ * first, starting at the frame that returns to `skip_to` (the interposed
+ * function's return address). Returns the number of frames. */
+int heapprof__stack_capture(hp_tls *t, uintptr_t skip_to, uint64_t *out,
+                            int max);
+const char *heapprof__stack_unwinder(void);
+
+/* -------------------------------------------------------------- bucket.c */
+
+/* Counters of one (stack, size) pair: sampled objects and bytes, as Go's
+ * memRecord. Updated with relaxed atomics by any thread; read the same way
+ * by snapshots, which may see a free before its alloc: readers clamp. */
+typedef struct hp_bucket {
+	struct hp_bucket *next;     /* hash chain (release-published) */
+	struct hp_bucket *all_next; /* list of every bucket (ditto) */
+	uint64_t hash;
+	size_t size;
+	_Atomic int64_t alloc_objects, alloc_bytes, free_objects, free_bytes;
+	uint32_t depth;
+	uint64_t stack[];
+} hp_bucket;
+
+int heapprof__bucket_init(void);
+/* Finds or creates the bucket; NULL if the profiler's memory is exhausted. */
+hp_bucket *heapprof__bucket_get(const uint64_t *stack, int depth, size_t size);
+/* The most recently created bucket; older ones follow via all_next. */
+hp_bucket *heapprof__bucket_list(void);
+uint64_t heapprof__bucket_count(void);
+void heapprof__bucket_atfork_prepare(void);
+void heapprof__bucket_atfork_release(void);
+
+/* ------------------------------------------------------------ snapshot.c */
+
+/* Writes the current profile through `write` (pprof gzip or legacy text).
+ * Called with the calling thread's busy flag set. */
+int heapprof__snapshot_write(heapprof_write_fn *write, void *arg, int text);
+
+/* ---------------------------------------------------------------- init.c */
+
+/* Warns once per `key` on stderr, with write(2): never stdio. */
+void heapprof__warn(const char *msg);
+/* Counters of things the profiler had to give up on. */
+extern _Atomic uint64_t heapprof__dropped_samples;
+
+#endif

@@ -1,0 +1,275 @@
+/*
+ * init.c: the profiler's life cycle in a process: the constructor (resolve
+ * the next allocator, read the environment, warm the unwinder up, then
+ * enable sampling), fork handlers, the exit dump, and one-time warnings.
+ *
+ * Environment (bad values warn once and fall back to the default):
+ *   HEAPPROF_RATE      mean bytes between samples (524288; 1 = all; 0 = off)
+ *   HEAPPROF_OUT       output template, %p pid, %n sequence number
+ *   HEAPPROF_FORMAT    pprof (default) or text
+ *   HEAPPROF_INTERVAL  seconds between periodic dumps (0 = none)
+ *   HEAPPROF_SIGNAL    signal that triggers a dump (name or number)
+ *   HEAPPROF_UNWIND    libunwind (default) or fp
+ *   HEAPPROF_DEPTH     frames per stack, 1..64 (64)
+ *   HEAPPROF_EXIT      1 (default): dump at exit; 0: don't
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "../serve/serve.h"
+
+hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1};
+_Atomic int heapprof__ready;
+
+/* ---------------------------------------------------------------- warnings */
+
+#define NWARN 32
+static const char *_Atomic warned[NWARN]; /* messages already printed */
+
+void
+heapprof__warn(const char *msg)
+{
+	for (int i = 0; i < NWARN; i++) {
+		const char *cur = atomic_load(&warned[i]);
+		if (cur == msg)
+			return;
+		if (cur == NULL) {
+			const char *expect = NULL;
+			if (atomic_compare_exchange_strong(&warned[i], &expect, msg))
+				break;
+			if (expect == msg)
+				return;
+		}
+	}
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf), "heapprof[%ld]: %s\n", (long)getpid(),
+	                 msg);
+	if (n > 0) {
+		ssize_t w = write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n
+		                                                  : sizeof(buf) - 1);
+		(void)w;
+	}
+}
+
+/* Warnings about the environment name the variable, so they are built
+ * here and printed once per process (the constructor runs once). */
+static void
+warn_env(const char *var, const char *val, const char *why, const char *dflt)
+{
+	char buf[400];
+	snprintf(buf, sizeof(buf), "%s='%.100s' %s; using %s", var, val, why, dflt);
+	char bufnl[420];
+	int n = snprintf(bufnl, sizeof(bufnl), "heapprof[%ld]: %s\n",
+	                 (long)getpid(), buf);
+	if (n > 0) {
+		ssize_t w = write(2, bufnl, (size_t)n < sizeof(bufnl) ? (size_t)n
+		                                                      : sizeof(bufnl) - 1);
+		(void)w;
+	}
+}
+
+/* ------------------------------------------------------------------ options */
+
+/* A non-negative integer with an optional k/m/g suffix (powers of 1024). */
+int
+heapprof__parse_size(const char *s, int64_t *out)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	unsigned shift = 0;
+	if (*end == 'k' || *end == 'K')
+		shift = 10, end++;
+	else if (*end == 'm' || *end == 'M')
+		shift = 20, end++;
+	else if (*end == 'g' || *end == 'G')
+		shift = 30, end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end || v > ((unsigned long long)INT64_MAX >> shift))
+		return -EINVAL;
+	*out = (int64_t)(v << shift);
+	return 0;
+}
+
+int
+heapprof__parse_signal(const char *s, int *out)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"PROF", SIGPROF},
+	             {"HUP", SIGHUP},   {"URG", SIGURG},   {"WINCH", SIGWINCH}};
+	if (!s || !*s)
+		return -EINVAL;
+	if (strncasecmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (size_t i = 0; i < HP_ARRAY_LEN(names); i++)
+		if (strcasecmp(s, names[i].name) == 0) {
+			*out = names[i].sig;
+			return 0;
+		}
+	if (strncasecmp(s, "RTMIN+", 6) == 0) {
+		int64_t k;
+		if (heapprof__parse_size(s + 6, &k) == 0 && SIGRTMIN + k <= SIGRTMAX) {
+			*out = SIGRTMIN + (int)k;
+			return 0;
+		}
+		return -EINVAL;
+	}
+	int64_t v;
+	if (heapprof__parse_size(s, &v) != 0 || v < 1 || v >= NSIG ||
+	    v == SIGKILL || v == SIGSTOP || v == SIGSEGV || v == SIGBUS ||
+	    v == SIGFPE || v == SIGILL)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+static void
+read_env(hp_config *c)
+{
+	const char *v;
+	int64_t n;
+	if ((v = getenv("HEAPPROF_RATE")) && *v) {
+		if (heapprof__parse_size(v, &n) == 0)
+			c->rate = n;
+		else
+			warn_env("HEAPPROF_RATE", v, "is not a byte count", "524288");
+	}
+	if ((v = getenv("HEAPPROF_DEPTH")) && *v) {
+		if (heapprof__parse_size(v, &n) == 0 && n >= 1 && n <= HP_MAX_DEPTH)
+			c->depth = (int)n;
+		else
+			warn_env("HEAPPROF_DEPTH", v, "is not in 1..64", "64");
+	}
+	if ((v = getenv("HEAPPROF_UNWIND")) && *v) {
+		if (!strcmp(v, "fp"))
+			c->unwind_fp = 1;
+		else if (strcmp(v, "libunwind") && strcmp(v, "dwarf"))
+			warn_env("HEAPPROF_UNWIND", v, "is not libunwind or fp",
+			         "libunwind");
+	}
+	if ((v = getenv("HEAPPROF_FORMAT")) && *v) {
+		if (!strcmp(v, "text"))
+			c->text = 1;
+		else if (strcmp(v, "pprof") && strcmp(v, "proto"))
+			warn_env("HEAPPROF_FORMAT", v, "is not pprof or text", "pprof");
+	}
+	if ((v = getenv("HEAPPROF_INTERVAL")) && *v) {
+		if (heapprof__parse_size(v, &n) == 0 && n <= 86400 * 365)
+			c->interval = (int)n;
+		else
+			warn_env("HEAPPROF_INTERVAL", v, "is not a number of seconds",
+			         "0 (no periodic dumps)");
+	}
+	if ((v = getenv("HEAPPROF_SIGNAL")) && *v) {
+		int sig;
+		if (heapprof__parse_signal(v, &sig) == 0)
+			c->signal = sig;
+		else
+			warn_env("HEAPPROF_SIGNAL", v, "is not a usable signal",
+			         "none");
+	}
+	if ((v = getenv("HEAPPROF_EXIT")) && *v) {
+		if (!strcmp(v, "0") || !strcmp(v, "1"))
+			c->at_exit = v[0] == '1';
+		else
+			warn_env("HEAPPROF_EXIT", v, "is not 0 or 1", "1");
+	}
+	const char *dflt = c->text ? "heapprof.%p.%n.heap" : "heapprof.%p.%n.pb.gz";
+	v = getenv("HEAPPROF_OUT");
+	if (v && *v && strlen(v) < sizeof(c->out))
+		strcpy(c->out, v);
+	else {
+		if (v && *v)
+			warn_env("HEAPPROF_OUT", v, "is too long", dflt);
+		strcpy(c->out, dflt);
+	}
+}
+
+/* ---------------------------------------------------------------- fork */
+
+static void
+atfork_prepare(void)
+{
+	heapprof__serve_atfork_prepare();
+	heapprof__bucket_atfork_prepare();
+	heapprof__arena_atfork_prepare();
+	heapprof__range_atfork_prepare();
+}
+
+static void
+atfork_parent(void)
+{
+	heapprof__range_atfork_release();
+	heapprof__arena_atfork_release();
+	heapprof__bucket_atfork_release();
+	heapprof__serve_atfork_release(0);
+}
+
+static void
+atfork_child(void)
+{
+	heapprof__range_atfork_release();
+	heapprof__arena_atfork_release();
+	heapprof__bucket_atfork_release();
+	heapprof__serve_atfork_release(1);
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+static void
+exit_dump(void)
+{
+	hp_tls *t = &heapprof__tls;
+	t->busy++;
+	heapprof__serve_exit();
+	t->busy--;
+}
+
+/* Priority 101: before the constructors of the program and of libraries
+ * loaded after us, so their allocations are seen and our atexit handler
+ * runs after the handlers (and C++ static destructors) they register. */
+__attribute__((constructor(101))) static void
+heapprof_init(void)
+{
+	hp_tls *t = &heapprof__tls;
+	t->busy++;
+	heapprof__interpose_resolve();
+	if (!heapprof__range_span) {
+		heapprof__warn("cannot reserve address space for sampled "
+		               "objects: profiling disabled");
+		t->busy--;
+		return;
+	}
+	read_env(&heapprof__cfg);
+	if (heapprof__bucket_init() != 0) {
+		heapprof__warn("out of memory: profiling disabled");
+		t->busy--;
+		return;
+	}
+	if (heapprof__stack_init() != 0)
+		heapprof__warn("libunwind.so.8 not found: using the frame-pointer "
+		               "unwinder (install libunwind8 for full stacks)");
+	/* Warm the unwinder up: its first use allocates and loads. */
+	uint64_t warm[4];
+	heapprof__stack_capture(t, 0, warm, 4);
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	if (heapprof__cfg.at_exit)
+		atexit(exit_dump);
+	heapprof__serve_start();
+	t->left = 0;
+	atomic_store_explicit(&heapprof__ready, 1, memory_order_release);
+	t->busy--;
+}

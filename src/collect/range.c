@@ -1,0 +1,176 @@
+/*
+ * range.c: where sampled objects live. At start-up the profiler reserves
+ * one large range of address space (PROT_NONE, no memory behind it); every
+ * sampled allocation is served from it and nothing else is. So free() can
+ * tell a sampled pointer from any other with two compares on values that
+ * never change (heapprof__range_owns), without touching shared memory: the
+ * free of an unsampled pointer, the hottest path in a process, pays nothing
+ * for the live set. This is the idea of tcmalloc's and jemalloc's sampled
+ * objects and of GWP-ASan's guarded pool, for an interposer.
+ *
+ * Each sampled object gets its own run of 2^k pages: the 64-byte header
+ * (hp_obj: bucket, size, run) sits just below the user pointer. The waste is
+ * bounded by the sampling itself: an object of S bytes is sampled with
+ * probability about S/R, so at the default R = 512 KiB a run's < 4 KiB of
+ * slack costs < 1% of live small-object bytes.
+ *
+ * Freed runs go on a free list per size class; runs of 64 KiB or more give
+ * their memory back with MADV_DONTNEED first. When the range is exhausted,
+ * allocation returns NULL and the caller forwards the request unsampled.
+ *
+ * Shared state: base and span are written once before sampling starts;
+ * everything else (free lists, bump frontier, counters) is protected by
+ * `lock`, taken only for sampled allocations and sampled frees.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "collect.h"
+
+#define NCLASS 40
+#define MADVISE_CLASS 4 /* runs of >= 16 pages give memory back on free */
+#define COMMIT_STEP ((size_t)1 << 20)
+
+uintptr_t heapprof__range_base;
+uintptr_t heapprof__range_span; /* 0 until initialised: owns() is false */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t page;
+static uintptr_t bump;      /* next unused byte (lock) */
+static uintptr_t committed; /* [base, committed) is read-write (lock) */
+static uintptr_t free_list[NCLASS]; /* run starts, linked via word 0 (lock) */
+static uint64_t live_runs, exhausted; /* (lock) */
+
+int
+heapprof__range_init(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	page = ps > 0 ? (size_t)ps : 4096;
+	/* 64 GiB of address space if we can have it, less under ulimit -v. */
+	for (size_t span = (size_t)64 << 30; span >= ((size_t)256 << 20);
+	     span /= 2) {
+		void *p = mmap(NULL, span, PROT_NONE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			continue;
+		heapprof__range_base = (uintptr_t)p;
+		bump = committed = (uintptr_t)p;
+		heapprof__range_span = span;
+		return 0;
+	}
+	return -ENOMEM;
+}
+
+static uint32_t
+class_of(size_t pages)
+{
+	uint32_t c = 0;
+	while (((size_t)1 << c) < pages)
+		c++;
+	return c;
+}
+
+/* A run of 2^c pages, or 0. Called with lock held. */
+static uintptr_t
+run_get(uint32_t c, bool *dirty)
+{
+	if (free_list[c]) {
+		uintptr_t r = free_list[c];
+		free_list[c] = *(uintptr_t *)r;
+		*(uintptr_t *)r = 0;
+		/* Runs that were madvised come back zeroed, small ones not. */
+		*dirty = c < MADVISE_CLASS;
+		return r;
+	}
+	size_t bytes = page << c;
+	uintptr_t end = heapprof__range_base + heapprof__range_span;
+	if (bytes > end - bump)
+		return 0;
+	uintptr_t r = bump;
+	if (r + bytes > committed) {
+		size_t need = r + bytes - committed;
+		need = (need + COMMIT_STEP - 1) & ~(COMMIT_STEP - 1);
+		if (need > end - committed)
+			need = end - committed;
+		if (mprotect((void *)committed, need, PROT_READ | PROT_WRITE) != 0)
+			return 0;
+		committed += need;
+	}
+	bump += bytes;
+	*dirty = false;
+	return r;
+}
+
+void *
+heapprof__range_alloc(size_t size, size_t align, bool zero)
+{
+	if (!heapprof__range_span || size > heapprof__range_span / 4 ||
+	    align > heapprof__range_span / 4)
+		return NULL;
+	size_t need = size + sizeof(hp_obj) + (align > sizeof(hp_obj) ? align : 0);
+	size_t pages = (need + page - 1) / page;
+	uint32_t c = class_of(pages);
+	if (c >= NCLASS)
+		return NULL;
+	bool dirty;
+	pthread_mutex_lock(&lock);
+	uintptr_t run = run_get(c, &dirty);
+	if (run)
+		live_runs++;
+	else
+		exhausted++;
+	pthread_mutex_unlock(&lock);
+	if (!run)
+		return NULL;
+	uintptr_t user = run + sizeof(hp_obj);
+	if (align > sizeof(hp_obj))
+		user = (run + sizeof(hp_obj) + align - 1) & ~(uintptr_t)(align - 1);
+	hp_obj *o = (hp_obj *)user - 1;
+	o->magic = HP_OBJ_MAGIC;
+	o->bucket = NULL;
+	o->size = size;
+	o->run = run;
+	o->run_class = c;
+	if (zero && dirty)
+		memset((void *)user, 0, size);
+	return (void *)user;
+}
+
+void
+heapprof__range_free(hp_obj *o)
+{
+	uintptr_t run = o->run;
+	uint32_t c = o->run_class;
+	o->magic = 0; /* a second free of this pointer is caught below */
+	if (c >= MADVISE_CLASS)
+		madvise((void *)run, page << c, MADV_DONTNEED);
+	pthread_mutex_lock(&lock);
+	*(uintptr_t *)run = free_list[c];
+	free_list[c] = run;
+	live_runs--;
+	pthread_mutex_unlock(&lock);
+}
+
+void
+heapprof__range_stats(uint64_t *live, uint64_t *mapped, uint64_t *exh)
+{
+	pthread_mutex_lock(&lock);
+	*live = live_runs;
+	*mapped = committed - heapprof__range_base;
+	*exh = exhausted;
+	pthread_mutex_unlock(&lock);
+}
+
+void
+heapprof__range_atfork_prepare(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void
+heapprof__range_atfork_release(void)
+{
+	pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,71 @@
+/*
+ * sampler.c: the distance, in bytes, to the next sampled allocation.
+ *
+ * Sampling is a Poisson process over allocated bytes: the distances between
+ * sample points are exponential with mean R, so an allocation of S bytes is
+ * sampled with probability 1 - exp(-S/R) whatever happened before it (the
+ * exponential is memoryless, which is why a fresh distance is drawn after
+ * each sample). That probability is what scaleHeapSample divides by.
+ *
+ * The fast path, inline in interpose.c, is one thread-local subtraction and
+ * one branch: `if ((t->left -= size) > 0) forward`. Everything here runs
+ * only when the counter crosses zero. Called from malloc: must not allocate
+ * or take locks.
+ */
+#include <math.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "collect.h"
+
+static uint64_t
+rng_next(hp_tls *t)
+{
+	/* xorshift64* (Vigna 2014): period 2^64 - 1, good enough for a
+	 * sampling distance and three instructions of state update. */
+	uint64_t x = t->rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	t->rng = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+static void
+rng_seed(hp_tls *t)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+	             ((uint64_t)syscall(SYS_gettid) << 17) ^ (uintptr_t)t;
+	/* splitmix64 finaliser so that nearby seeds diverge at once. */
+	s += 0x9e3779b97f4a7c15ULL;
+	s = (s ^ (s >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	s = (s ^ (s >> 27)) * 0x94d049bb133111ebULL;
+	s ^= s >> 31;
+	t->rng = s ? s : 1;
+	t->seeded = 1;
+}
+
+int64_t
+heapprof__sampler_next(hp_tls *t, int64_t rate)
+{
+	if (rate <= 0) {
+		/* Sampling is off: come back after 1 GiB to see whether it
+		 * was turned on again. */
+		return (int64_t)1 << 30;
+	}
+	if (rate == 1)
+		return 1; /* every allocation (each counts at least 1 byte) */
+	if (!t->seeded)
+		rng_seed(t);
+	/* U uniform in (0, 1]: the top 53 bits, plus one, over 2^53. */
+	double u = (double)((rng_next(t) >> 11) + 1) * (1.0 / 9007199254740992.0);
+	double d = -log(u) * (double)rate;
+	if (d < 1.0)
+		return 1;
+	if (d > 9.0e18)
+		return INT64_MAX / 2;
+	return (int64_t)d;
+}

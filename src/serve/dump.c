@@ -1,0 +1,320 @@
+/*
+ * dump.c: profile files from inside the process: at exit, every
+ * HEAPPROF_INTERVAL seconds, when HEAPPROF_SIGNAL arrives, and through
+ * heapprof_dump_file(). A file is written to PATH.tmp.PID and renamed over
+ * PATH, so readers never see a torn profile; a failed write warns once on
+ * stderr and the program runs on.
+ *
+ * The signal handler only writes a byte to a pipe; a background thread
+ * with every signal blocked reads it (or times out for periodic dumps) and
+ * writes the profile. Dumps are serialised by dump_lock; the snapshot they
+ * take copies the counters without stopping allocations.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../collect/collect.h"
+#include "serve.h"
+
+static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t seq;            /* next %n (dump_lock) */
+static int pipe_fd[2] = {-1, -1}; /* signal -> thread; written once at start */
+static _Atomic int exiting;     /* the exit dump has run */
+static _Atomic int write_warned;
+static struct sigaction prev_action; /* chained (written once at start) */
+
+int
+heapprof__serve_path(const char *tmpl, long pid, long mainpid, uint64_t sq,
+                     char *buf, size_t cap)
+{
+	size_t n = 0;
+	int has_pid = 0;
+	char num[32];
+	for (const char *p = tmpl; *p; p++) {
+		const char *ins = NULL;
+		if (p[0] == '%' && p[1] == 'p') {
+			snprintf(num, sizeof(num), "%ld", pid);
+			ins = num, has_pid = 1, p++;
+		} else if (p[0] == '%' && p[1] == 'n') {
+			snprintf(num, sizeof(num), "%llu", (unsigned long long)sq);
+			ins = num, p++;
+		} else if (p[0] == '%' && p[1] == '%') {
+			ins = "%", p++;
+		}
+		size_t len = ins ? strlen(ins) : 1;
+		if (n + len + 1 > cap)
+			return -ENAMETOOLONG;
+		memcpy(buf + n, ins ? ins : p, len);
+		n += len;
+	}
+	buf[n] = 0;
+	/* Children of `heapprof run` share its template: a template without
+	 * %p gets ".PID" before the extension in every process but the one
+	 * that was run, so no process overwrites another's profile. */
+	if (!has_pid && mainpid > 0 && pid != mainpid) {
+		char *base = strrchr(buf, '/');
+		base = base ? base + 1 : buf;
+		char *dot = strchr(base, '.');
+		size_t at = dot ? (size_t)(dot - buf) : n;
+		int k = snprintf(num, sizeof(num), ".%ld", pid);
+		if (n + (size_t)k + 1 > cap)
+			return -ENAMETOOLONG;
+		memmove(buf + at + k, buf + at, n - at + 1);
+		memcpy(buf + at, num, (size_t)k);
+	}
+	return 0;
+}
+
+struct fd_out {
+	int fd;
+};
+
+static int
+fd_write(void *arg, const void *p, size_t n)
+{
+	struct fd_out *o = arg;
+	const char *c = p;
+	while (n) {
+		ssize_t w = write(o->fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static long
+main_pid(void)
+{
+	const char *v = getenv("HEAPPROF_MAINPID");
+	return v ? strtol(v, NULL, 10) : 0;
+}
+
+/* Writes the profile to `path` atomically. Called with dump_lock held and
+ * the thread's busy flag set. */
+static int
+write_file(const char *path)
+{
+	char tmp[4200];
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >=
+	    (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	              0600);
+	if (fd < 0)
+		return -errno;
+	struct fd_out o = {fd};
+	int rc = heapprof__snapshot_write(fd_write, &o, heapprof__cfg.text);
+	if (close(fd) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc != 0)
+		unlink(tmp);
+	return rc;
+}
+
+static int
+dump_locked(const char *path_or_null)
+{
+	char path[4200];
+	int rc = 0;
+	if (path_or_null) {
+		if (strlen(path_or_null) >= sizeof(path))
+			rc = -ENAMETOOLONG;
+		else
+			strcpy(path, path_or_null);
+	} else {
+		rc = heapprof__serve_path(heapprof__cfg.out, (long)getpid(),
+		                          main_pid(), seq, path, sizeof(path));
+		if (rc == 0)
+			seq++;
+	}
+	if (rc == 0)
+		rc = write_file(path);
+	if (rc != 0 && !atomic_exchange(&write_warned, 1)) {
+		char msg[4400];
+		snprintf(msg, sizeof(msg),
+		         "heapprof[%ld]: cannot write profile %s: %s (further "
+		         "failures are silent)\n",
+		         (long)getpid(), path_or_null ? path_or_null : heapprof__cfg.out,
+		         heapprof_strerror(rc));
+		ssize_t w = write(2, msg, strlen(msg));
+		(void)w;
+	}
+	return rc;
+}
+
+static int
+dump(const char *path)
+{
+	pthread_mutex_lock(&dump_lock);
+	int rc = dump_locked(path);
+	pthread_mutex_unlock(&dump_lock);
+	return rc;
+}
+
+/* ------------------------------------------------------ background thread */
+
+static void
+on_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved = errno;
+	char b = 1;
+	ssize_t w = write(pipe_fd[1], &b, 1); /* async-signal-safe */
+	(void)w;
+	errno = saved;
+	(void)sig, (void)si, (void)uc;
+}
+
+static void *
+thread_main(void *arg)
+{
+	(void)arg;
+	hp_tls *t = &heapprof__tls;
+	t->busy++; /* nothing this thread allocates is the program's */
+	int timeout = heapprof__cfg.interval > 0 ? heapprof__cfg.interval * 1000
+	                                         : -1;
+	for (;;) {
+		struct pollfd pfd = {pipe_fd[0], POLLIN, 0};
+		int r = poll(&pfd, 1, timeout);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r > 0) {
+			char b[64];
+			ssize_t n = read(pipe_fd[0], b, sizeof(b));
+			if (n <= 0 && errno != EAGAIN && errno != EINTR)
+				break; /* pipe gone */
+		}
+		if (atomic_load(&exiting))
+			break;
+		dump(NULL);
+	}
+	return NULL;
+}
+
+void
+heapprof__serve_start(void)
+{
+	if (heapprof__cfg.interval <= 0 && heapprof__cfg.signal <= 0)
+		return;
+	if (pipe2(pipe_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
+		heapprof__warn("cannot create a pipe: no periodic or signal dumps");
+		return;
+	}
+	/* The thread starts with every signal blocked, so the program's
+	 * signals are never delivered to it. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t th;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&th, &a, thread_main, NULL);
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		heapprof__warn("cannot start the dump thread: no periodic or "
+		               "signal dumps");
+		return;
+	}
+	if (heapprof__cfg.signal > 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_signal;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+		sigfillset(&sa.sa_mask);
+		sigaction(heapprof__cfg.signal, &sa, &prev_action);
+	}
+}
+
+void
+heapprof__serve_exit(void)
+{
+	if (atomic_exchange(&exiting, 1))
+		return;
+	dump(NULL);
+}
+
+void
+heapprof__serve_atfork_prepare(void)
+{
+	pthread_mutex_lock(&dump_lock);
+}
+
+void
+heapprof__serve_atfork_release(int child)
+{
+	if (child) {
+		/* The dump thread did not survive the fork: periodic and
+		 * signal dumps stop in the child; its exit dump still runs. */
+		seq = 0;
+		atomic_store(&write_warned, 0);
+	}
+	pthread_mutex_unlock(&dump_lock);
+}
+
+/* ------------------------------------------------------------ public API */
+
+HP_EXPORT int
+heapprof_dump_file(const char *path)
+{
+	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire))
+		return HEAPPROF_ENOTINIT;
+	hp_tls *t = &heapprof__tls;
+	t->busy++;
+	int rc = dump(path);
+	t->busy--;
+	return rc;
+}
+
+HP_EXPORT int
+heapprof_dump(heapprof_write_fn *write_fn, void *arg, int text)
+{
+	if (!write_fn)
+		return -EINVAL;
+	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire))
+		return HEAPPROF_ENOTINIT;
+	hp_tls *t = &heapprof__tls;
+	t->busy++;
+	pthread_mutex_lock(&dump_lock);
+	int rc = heapprof__snapshot_write(write_fn, arg, text);
+	pthread_mutex_unlock(&dump_lock);
+	t->busy--;
+	return rc;
+}
+
+HP_EXPORT int
+heapprof_active(void)
+{
+	return atomic_load_explicit(&heapprof__ready, memory_order_acquire) &&
+	       atomic_load_explicit(&heapprof__cfg.rate, memory_order_relaxed) > 0;
+}
+
+HP_EXPORT int
+heapprof_set_sample_rate(uint64_t bytes)
+{
+	if (bytes > (uint64_t)INT64_MAX / 2)
+		return -EINVAL;
+	atomic_store_explicit(&heapprof__cfg.rate, (int64_t)bytes,
+	                      memory_order_relaxed);
+	return 0;
+}
+
+HP_EXPORT uint64_t
+heapprof_sample_rate(void)
+{
+	return (uint64_t)atomic_load_explicit(&heapprof__cfg.rate,
+	                                      memory_order_relaxed);
+}
