@@ -1,0 +1,617 @@
+/*
+ * test_delta.c: unit tests of the delta computer (src/ops/delta*.c): exact
+ * values on hand-built profiles, duplicate aggregation, type reordering,
+ * labels, address-0 identity, pruning, eviction, error recovery, and zero
+ * allocations at steady state counted through the allocator hook.
+ */
+#include "heapprof.h"
+#include "pb.h"
+#include "pprof_dec.h"
+#include "test.h"
+
+/* ------------------------------------------------------------ allocator */
+
+static long n_allocs; /* allocations and growths (not frees) */
+
+static void *
+count_realloc(void *ctx, void *p, size_t old_size, size_t new_size)
+{
+	(void)ctx;
+	(void)old_size;
+	if (new_size == 0) {
+		free(p);
+		return NULL;
+	}
+	n_allocs++;
+	return realloc(p, new_size);
+}
+
+/* ------------------------------------------------------------ builder */
+
+/* A hand-built profile: types by name, samples of (frames, values,
+ * optional label). Frames are addresses; with symbolic = 1 every location
+ * has address 0 and one line naming function "fn<addr>". */
+typedef struct tsample {
+	uint64_t frames[4];
+	int nframes;
+	int64_t values[4];
+	const char *label_val; /* string label "k"=val, or NULL */
+	const char *label2;    /* a second label "k2"=label2 */
+	int label_swap;        /* write the two labels in reverse order */
+} tsample;
+
+typedef struct tprof {
+	const char *types[4];
+	int ntypes;
+	const tsample *samples;
+	int nsamples;
+	int64_t time;
+	int symbolic;
+} tprof;
+
+typedef struct sbuf {
+	uint8_t *p;
+	size_t len;
+} sbuf;
+
+static int
+sbuf_write(void *arg, const void *p, size_t n)
+{
+	sbuf *b = arg;
+	b->p = realloc(b->p, b->len + n);
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+/* Strings: 0 "", then types, then fixed names, then per-frame names. */
+static sbuf
+build(const tprof *tp)
+{
+	const char *fixed[] = {"count", "k", "k2", "f.c"};
+	enum { S_COUNT = 1, S_K, S_K2, S_FILE, S_TYPES };
+	/* label values and frame names are appended after the types */
+	const char *extra[64];
+	int nextra = 0;
+	uint64_t addrs[64];
+	int naddr = 0;
+	pb_writer w;
+	heapprof__pb_init(&w, NULL, NULL, NULL, NULL);
+	for (int t = 0; t < tp->ntypes; t++) {
+		heapprof__pb_begin(&w, 1);
+		heapprof__pb_uint_opt(&w, 1, S_TYPES + (uint64_t)t);
+		heapprof__pb_uint_opt(&w, 2, S_COUNT);
+		heapprof__pb_end(&w);
+	}
+	for (int i = 0; i < tp->nsamples; i++) {
+		const tsample *s = &tp->samples[i];
+		uint64_t ids[4];
+		for (int k = 0; k < s->nframes; k++) {
+			int j = 0;
+			while (j < naddr && addrs[j] != s->frames[k])
+				j++;
+			if (j == naddr)
+				addrs[naddr++] = s->frames[k];
+			ids[k] = (uint64_t)j + 1;
+		}
+		heapprof__pb_begin(&w, 2);
+		heapprof__pb_packed_u64(&w, 1, ids, (size_t)s->nframes);
+		heapprof__pb_packed_i64(&w, 2, s->values, (size_t)tp->ntypes);
+		for (int pass = 0; pass < 2; pass++) {
+			int which = s->label_swap ? 1 - pass : pass;
+			const char *v = which ? s->label2 : s->label_val;
+			if (!v)
+				continue;
+			extra[nextra] = v;
+			heapprof__pb_begin(&w, 3);
+			heapprof__pb_uint_opt(&w, 1, which ? S_K2 : S_K);
+			heapprof__pb_uint_opt(&w, 2,
+			                      S_TYPES + (uint64_t)tp->ntypes +
+			                              (uint64_t)nextra++);
+			heapprof__pb_end(&w);
+		}
+		heapprof__pb_end(&w);
+	}
+	heapprof__pb_begin(&w, 3);
+	heapprof__pb_uint_opt(&w, 1, 1);
+	heapprof__pb_uint_opt(&w, 5, S_FILE);
+	heapprof__pb_end(&w);
+	static char names[64][16];
+	for (int j = 0; j < naddr; j++) {
+		heapprof__pb_begin(&w, 4);
+		heapprof__pb_uint_opt(&w, 1, (uint64_t)j + 1);
+		heapprof__pb_uint_opt(&w, 2, 1);
+		heapprof__pb_uint_opt(&w, 3, tp->symbolic ? 0 : addrs[j]);
+		heapprof__pb_begin(&w, 4);
+		heapprof__pb_uint_opt(&w, 1, (uint64_t)j + 1);
+		heapprof__pb_uint_opt(&w, 2, 10);
+		heapprof__pb_end(&w);
+		heapprof__pb_end(&w);
+		snprintf(names[j], sizeof(names[j]), "fn%llx",
+		         (unsigned long long)addrs[j]);
+		extra[nextra] = names[j];
+		heapprof__pb_begin(&w, 5);
+		heapprof__pb_uint_opt(&w, 1, (uint64_t)j + 1);
+		heapprof__pb_uint_opt(&w, 2,
+		                      S_TYPES + (uint64_t)tp->ntypes + (uint64_t)nextra++);
+		heapprof__pb_uint_opt(&w, 4, S_FILE);
+		heapprof__pb_end(&w);
+	}
+	heapprof__pb_uint_opt(&w, 9, (uint64_t)tp->time);
+	heapprof__pb_bytes_field(&w, 6, "", 0);
+	for (size_t i = 0; i < HP_ARRAY_LEN(fixed); i++)
+		heapprof__pb_bytes_field(&w, 6, fixed[i], strlen(fixed[i]));
+	for (int t = 0; t < tp->ntypes; t++)
+		heapprof__pb_bytes_field(&w, 6, tp->types[t], strlen(tp->types[t]));
+	for (int i = 0; i < nextra; i++)
+		heapprof__pb_bytes_field(&w, 6, extra[i], strlen(extra[i]));
+	sbuf b = {w.buf, w.len};
+	return b;
+}
+
+/* The decoded delta: one row per output sample. */
+typedef struct row {
+	uint64_t frames[4]; /* addresses, or function-name hash if symbolic */
+	int nframes;
+	int64_t v[4]; /* by the names asked for in collect() */
+	char labels[64];
+} row;
+
+typedef struct result {
+	row rows[32];
+	int n;
+	size_t nlocs, nfuncs, nstrings;
+	int64_t time, duration;
+} result;
+
+/* Decodes `b` and lists its samples, values reordered to `names`. */
+static int
+collect(const sbuf *b, const char *const *names, int nnames, result *r)
+{
+	pprof_dec d;
+	heapprof__pprof_dec_init(&d, NULL, NULL);
+	memset(r, 0, sizeof(*r));
+	int rc = heapprof__pprof_check(&d, b->p, b->len);
+	if (rc < 0) {
+		heapprof__pprof_dec_free(&d);
+		return rc;
+	}
+	r->nlocs = d.nlocs;
+	r->nfuncs = d.nfuncs;
+	r->nstrings = d.nstrings;
+	r->time = d.time_nanos;
+	r->duration = d.duration_nanos;
+	pprof_sample_iter it;
+	pprof_sample s;
+	heapprof__pprof_samples(&d, &it);
+	while (heapprof__pprof_sample_next(&d, &it, &s) == 0 && r->n < 32) {
+		row *w = &r->rows[r->n++];
+		w->nframes = (int)s.nlocations;
+		for (size_t i = 0; i < s.nlocations && i < 4; i++)
+			w->frames[i] = d.loc_addr[s.location_index[i]];
+		for (int k = 0; k < nnames; k++)
+			for (size_t t = 0; t < d.ntypes; t++)
+				if (heapprof__pprof_string_eq(&d, d.types[t].type,
+				                              names[k]))
+					w->v[k] = s.values[t];
+		for (size_t i = 0; i < s.nlabels; i++) {
+			size_t l;
+			const char *v = heapprof__pprof_string(&d, s.labels[i].str, &l);
+			size_t at = strlen(w->labels);
+			snprintf(w->labels + at, sizeof(w->labels) - at, "%.*s;",
+			         (int)l, v);
+		}
+	}
+	heapprof__pprof_dec_free(&d);
+	return 0;
+}
+
+static const row *
+find(const result *r, uint64_t leaf, const char *labels)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->rows[i].frames[0] == leaf &&
+		    (!labels || !strcmp(r->rows[i].labels, labels)))
+			return &r->rows[i];
+	return NULL;
+}
+
+static int
+run(heapprof_delta *d, const tprof *tp, sbuf *out, unsigned flags)
+{
+	sbuf in = build(tp);
+	out->p = NULL;
+	out->len = 0;
+	int rc = heapprof_delta_compute(d, in.p, in.len, flags, sbuf_write, out);
+	free(in.p);
+	return rc;
+}
+
+static const char *const NAMES[] = {"alloc_objects", "alloc_space",
+                                    "inuse_objects", "inuse_space"};
+
+/* ------------------------------------------------------------ tests */
+
+TEST(exact_values)
+{
+	const tsample s1[] = {
+		{{0xa1, 0xa2}, 2, {10, 100, 5, 50}, NULL, NULL, 0},
+		{{0xb1, 0xa2}, 2, {1, 1, 1, 1}, NULL, NULL, 0},
+		{{0xc1}, 1, {7, 70, 0, 0}, NULL, NULL, 0},
+	};
+	const tsample s2[] = {
+		{{0xc1}, 1, {7, 70, 0, 0}, NULL, NULL, 0}, /* unchanged: dropped */
+		{{0xa1, 0xa2}, 2, {15, 150, 3, 30}, NULL, NULL, 0},
+		{{0xb1, 0xa2}, 2, {1, 1, 1, 1}, NULL, NULL, 0},
+		{{0xd1, 0xa2}, 2, {2, 20, 2, 20}, NULL, NULL, 0},
+	};
+	tprof p1 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s1, 3, 1000, 0};
+	tprof p2 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s2, 4, 61000, 0};
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	sbuf o;
+	result r;
+	/* first call: against an empty previous profile */
+	REQUIRE_OK(run(d, &p1, &o, 0));
+	REQUIRE_OK(collect(&o, NAMES, 4, &r));
+	free(o.p);
+	CHECK_EQ(r.n, 3);
+	CHECK_EQ(r.time, 1000);
+	const row *a = find(&r, 0xa1, NULL);
+	REQUIRE(a);
+	CHECK_EQ(a->v[0], 10);
+	CHECK_EQ(a->v[3], 50);
+	REQUIRE_OK(run(d, &p2, &o, 0));
+	REQUIRE_OK(collect(&o, NAMES, 4, &r));
+	free(o.p);
+	CHECK_EQ(r.n, 3);
+	CHECK_EQ(r.time, 61000);
+	CHECK_EQ(r.duration, 60000);
+	a = find(&r, 0xa1, NULL);
+	REQUIRE(a);
+	CHECK_EQ(a->nframes, 2);
+	CHECK_EQ(a->frames[1], 0xa2);
+	CHECK_EQ(a->v[0], 5);
+	CHECK_EQ(a->v[1], 50);
+	CHECK_EQ(a->v[2], 3); /* inuse: absolute */
+	CHECK_EQ(a->v[3], 30);
+	const row *b = find(&r, 0xb1, NULL);
+	REQUIRE(b); /* alloc delta 0, inuse nonzero: kept */
+	CHECK_EQ(b->v[0], 0);
+	CHECK_EQ(b->v[2], 1);
+	const row *c = find(&r, 0xd1, NULL);
+	REQUIRE(c);
+	CHECK_EQ(c->v[1], 20);
+	CHECK(!find(&r, 0xc1, NULL));
+	/* pruning: 0xc1's location and function are gone */
+	CHECK_EQ(r.nlocs, 4);
+	CHECK_EQ(r.nfuncs, 4);
+	/* strings: "", 4 types, count, f.c, 4 function names */
+	CHECK_EQ(r.nstrings, 11);
+	heapprof_delta_free(d);
+}
+
+TEST(duplicates_aggregated)
+{
+	const tsample s1[] = {
+		{{0xa1}, 1, {3, 30, 1, 10}, "x", NULL, 0},
+		{{0xa1}, 1, {4, 40, 2, 20}, "x", NULL, 0},
+		{{0xa1}, 1, {1, 1, 1, 1}, "y", NULL, 0}, /* other label */
+	};
+	const tsample s2[] = {
+		{{0xa1}, 1, {5, 50, 1, 10}, "x", NULL, 0},
+		{{0xa1}, 1, {5, 50, 2, 20}, "x", NULL, 0},
+		{{0xa1}, 1, {1, 1, 1, 1}, "y", NULL, 0},
+	};
+	tprof p1 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s1, 3, 1, 0};
+	tprof p2 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s2, 3, 2, 0};
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	sbuf o;
+	result r;
+	REQUIRE_OK(run(d, &p1, &o, 0));
+	REQUIRE_OK(collect(&o, NAMES, 4, &r));
+	free(o.p);
+	CHECK_EQ(r.n, 2);
+	const row *x = find(&r, 0xa1, "x;");
+	REQUIRE(x);
+	CHECK_EQ(x->v[0], 7);
+	CHECK_EQ(x->v[3], 30);
+	REQUIRE_OK(run(d, &p2, &o, 0));
+	REQUIRE_OK(collect(&o, NAMES, 4, &r));
+	free(o.p);
+	x = find(&r, 0xa1, "x;");
+	REQUIRE(x);
+	CHECK_EQ(x->v[0], 3);  /* 10 - 7 */
+	CHECK_EQ(x->v[1], 30); /* 100 - 70 */
+	CHECK_EQ(x->v[3], 30); /* inuse summed, absolute */
+	const row *y = find(&r, 0xa1, "y;");
+	REQUIRE(y);
+	CHECK_EQ(y->v[0], 0);
+	CHECK_EQ(y->v[2], 1);
+	CHECK_EQ(r.n, 2);
+	heapprof_delta_free(d);
+}
+
+TEST(type_reordering)
+{
+	const tsample s1[] = {{{0xa1}, 1, {10, 5, 100, 0}, NULL, NULL, 0}};
+	/* same stack, types in another order: alloc_space, inuse_space,
+	 * alloc_objects */
+	const tsample s2[] = {{{0xa1}, 1, {130, 6, 12, 0}, NULL, NULL, 0}};
+	tprof p1 = {{"alloc_objects", "inuse_space", "alloc_space"}, 3, s1, 1, 1, 0};
+	tprof p2 = {{"alloc_space", "inuse_space", "alloc_objects"}, 3, s2, 1, 2, 0};
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	sbuf o;
+	result r;
+	REQUIRE_OK(run(d, &p1, &o, 0));
+	free(o.p);
+	REQUIRE_OK(run(d, &p2, &o, 0));
+	const char *const names[] = {"alloc_objects", "alloc_space",
+	                             "inuse_space"};
+	REQUIRE_OK(collect(&o, names, 3, &r));
+	free(o.p);
+	REQUIRE(r.n == 1);
+	CHECK_EQ(r.rows[0].v[0], 2);  /* 12 - 10 */
+	CHECK_EQ(r.rows[0].v[1], 30); /* 130 - 100 */
+	CHECK_EQ(r.rows[0].v[2], 6);  /* absolute */
+	heapprof_delta_free(d);
+}
+
+TEST(custom_types_and_label_order)
+{
+	/* subtract only "delay"; two labels in either order are one key */
+	const tsample s1[] = {{{0xa1}, 1, {3, 100}, "x", "z", 0}};
+	const tsample s2[] = {{{0xa1}, 1, {2, 150}, "x", "z", 1},
+	                      {{0xa1}, 1, {1, 10}, "x", "z", 0}};
+	tprof p1 = {{"contentions", "delay"}, 2, s1, 1, 1, 0};
+	tprof p2 = {{"contentions", "delay"}, 2, s2, 2, 2, 0};
+	const char *const only[] = {"delay"};
+	heapprof_delta_options opt = {0};
+	opt.types = only;
+	opt.ntypes = 1;
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, &opt));
+	sbuf o;
+	result r;
+	REQUIRE_OK(run(d, &p1, &o, 0));
+	free(o.p);
+	REQUIRE_OK(run(d, &p2, &o, 0));
+	const char *const names[] = {"contentions", "delay"};
+	REQUIRE_OK(collect(&o, names, 2, &r));
+	free(o.p);
+	REQUIRE(r.n == 1);
+	CHECK_EQ(r.rows[0].v[0], 3);  /* not subtracted: 2 + 1 */
+	CHECK_EQ(r.rows[0].v[1], 60); /* 160 - 100 */
+	heapprof_delta_free(d);
+}
+
+TEST(address_zero_identity)
+{
+	/* all addresses 0: stacks differ only by function; fastdelta merges
+	 * these, we must not */
+	const tsample s1[] = {{{0xa1}, 1, {1, 0, 0, 0}, NULL, NULL, 0},
+	                      {{0xb1}, 1, {2, 0, 0, 0}, NULL, NULL, 0}};
+	const tsample s2[] = {{{0xa1}, 1, {11, 0, 0, 0}, NULL, NULL, 0},
+	                      {{0xb1}, 1, {22, 0, 0, 0}, NULL, NULL, 0}};
+	tprof p1 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s1, 2, 1, 1};
+	tprof p2 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s2, 2, 2, 1};
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	sbuf o;
+	result r;
+	REQUIRE_OK(run(d, &p1, &o, 0));
+	REQUIRE_OK(collect(&o, NAMES, 4, &r));
+	free(o.p);
+	CHECK_EQ(r.n, 2);
+	REQUIRE_OK(run(d, &p2, &o, 0));
+	REQUIRE_OK(collect(&o, NAMES, 4, &r));
+	free(o.p);
+	REQUIRE(r.n == 2);
+	int64_t a = r.rows[0].v[0], b = r.rows[1].v[0];
+	CHECK((a == 10 && b == 20) || (a == 20 && b == 10));
+	heapprof_delta_stats st;
+	heapprof_delta_get_stats(d, &st);
+	CHECK_EQ(st.keys, 2);
+	heapprof_delta_free(d);
+}
+
+TEST(eviction)
+{
+	const tsample sa[] = {{{0xa1}, 1, {10, 100, 0, 0}, NULL, NULL, 0},
+	                      {{0xb1}, 1, {1, 1, 0, 0}, NULL, NULL, 0}};
+	const tsample sb[] = {{{0xb1}, 1, {2, 2, 0, 0}, NULL, NULL, 0}};
+	tprof pa = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, sa, 2, 1, 0};
+	tprof pb = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, sb, 1, 1, 0};
+	heapprof_delta_options opt = {0};
+	opt.max_age = 2;
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, &opt));
+	sbuf o;
+	result r;
+	heapprof_delta_stats st;
+	REQUIRE_OK(run(d, &pa, &o, 0));
+	free(o.p);
+	/* absent once: remembered, a comeback subtracts the old value */
+	REQUIRE_OK(run(d, &pb, &o, 0));
+	free(o.p);
+	heapprof_delta_get_stats(d, &st);
+	CHECK_EQ(st.keys, 2);
+	REQUIRE_OK(run(d, &pa, &o, 0));
+	REQUIRE_OK(collect(&o, NAMES, 4, &r));
+	free(o.p);
+	CHECK(!find(&r, 0xa1, NULL)); /* 10 - 10 = 0: dropped */
+	/* absent for 3 calls (> max_age 2): forgotten */
+	for (int i = 0; i < 3; i++) {
+		REQUIRE_OK(run(d, &pb, &o, 0));
+		free(o.p);
+	}
+	heapprof_delta_get_stats(d, &st);
+	CHECK_EQ(st.keys, 1);
+	CHECK_EQ(st.evicted, 1);
+	CHECK_EQ(st.frames, 1);
+	REQUIRE_OK(run(d, &pa, &o, 0));
+	REQUIRE_OK(collect(&o, NAMES, 4, &r));
+	free(o.p);
+	const row *a = find(&r, 0xa1, NULL);
+	REQUIRE(a);
+	CHECK_EQ(a->v[0], 10); /* counted from zero again */
+	/* b survived eviction with its previous value (2 -> 1: -1) */
+	const row *b = find(&r, 0xb1, NULL);
+	REQUIRE(b);
+	CHECK_EQ(b->v[0], -1);
+	heapprof_delta_free(d);
+}
+
+TEST(error_keeps_state)
+{
+	const tsample s1[] = {{{0xa1}, 1, {10, 100, 0, 0}, NULL, NULL, 0}};
+	const tsample s2[] = {{{0xa1}, 1, {15, 150, 0, 0}, NULL, NULL, 0}};
+	tprof p1 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s1, 1, 1, 0};
+	tprof p2 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s2, 1, 2, 0};
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	sbuf o;
+	result r;
+	REQUIRE_OK(run(d, &p1, &o, 0));
+	free(o.p);
+	sbuf in = build(&p2);
+	o.p = NULL;
+	o.len = 0;
+	CHECK(heapprof_delta_compute(d, in.p, in.len - 3, 0, sbuf_write, &o) < 0);
+	free(o.p);
+	free(in.p);
+	REQUIRE_OK(run(d, &p2, &o, HEAPPROF_DELTA_GZIP));
+	REQUIRE_OK(collect(&o, NAMES, 4, &r)); /* gzip output decodes */
+	free(o.p);
+	REQUIRE(r.n == 1);
+	CHECK_EQ(r.rows[0].v[0], 5);
+	heapprof_delta_free(d);
+}
+
+static int
+null_write(void *arg, const void *p, size_t n)
+{
+	(void)arg;
+	(void)p;
+	(void)n;
+	return 0;
+}
+
+static int
+read_all(const char *path, sbuf *out)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	rewind(f);
+	out->p = malloc((size_t)n + 1);
+	out->len = fread(out->p, 1, (size_t)n, f);
+	fclose(f);
+	return 0;
+}
+
+/* Steady state: after warm-up on alternating inputs, N more calls make no
+ * allocation at all, for raw and gzip input and output. */
+static void
+steady_state(const sbuf *a, const sbuf *b)
+{
+	heapprof_delta_options opt = {0};
+	opt.realloc_fn = count_realloc;
+	heapprof_delta *d;
+	n_allocs = 0;
+	REQUIRE_OK(heapprof_delta_new(&d, &opt));
+	CHECK(n_allocs > 0); /* the hook does see the allocations */
+	for (unsigned flags = 0; flags <= HEAPPROF_DELTA_GZIP; flags++) {
+		for (int i = 0; i < 4; i++) {
+			REQUIRE_OK(heapprof_delta_compute(d, a->p, a->len, flags,
+			                                  null_write, NULL));
+			REQUIRE_OK(heapprof_delta_compute(d, b->p, b->len, flags,
+			                                  null_write, NULL));
+		}
+	}
+	long before = n_allocs;
+	for (unsigned flags = 0; flags <= HEAPPROF_DELTA_GZIP; flags++) {
+		for (int i = 0; i < 5; i++) {
+			REQUIRE_OK(heapprof_delta_compute(d, a->p, a->len, flags,
+			                                  null_write, NULL));
+			REQUIRE_OK(heapprof_delta_compute(d, b->p, b->len, flags,
+			                                  null_write, NULL));
+		}
+	}
+	CHECK_EQ(n_allocs - before, 0);
+	heapprof_delta_free(d);
+}
+
+TEST(steady_state_zero_allocations_synthetic)
+{
+	const tsample s1[] = {
+		{{0xa1, 0xa2}, 2, {10, 100, 5, 50}, "x", NULL, 0},
+		{{0xb1, 0xa2}, 2, {1, 1, 1, 1}, NULL, NULL, 0},
+		{{0xa1, 0xa2}, 2, {1, 1, 1, 1}, "x", NULL, 0},
+	};
+	const tsample s2[] = {
+		{{0xa1, 0xa2}, 2, {20, 200, 5, 50}, "x", NULL, 0},
+		{{0xb1, 0xa2}, 2, {3, 3, 1, 1}, NULL, NULL, 0},
+	};
+	tprof p1 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s1, 3, 1, 0};
+	tprof p2 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s2, 2, 2, 0};
+	sbuf a = build(&p1), b = build(&p2);
+	steady_state(&a, &b);
+	free(a.p);
+	free(b.p);
+}
+
+static const char *
+corpus(void)
+{
+	const char *c = getenv("HEAPPROF_CORPUS");
+	return c ? c : "../shared/corpus";
+}
+
+TEST(steady_state_zero_allocations_corpus)
+{
+	static const char *const pairs[][2] = {
+		{"fastdelta/stress-failure.before.pprof",
+		 "fastdelta/stress-failure.after.pprof"},
+		{"fastdelta/big-heap.pprof", "fastdelta/big-heap.pprof"},
+		{"go/go_heap_delta_1.pb.gz", "go/go_heap_delta_2.pb.gz"},
+	};
+	for (size_t i = 0; i < HP_ARRAY_LEN(pairs); i++) {
+		char pa[512], pb[512];
+		sbuf a, b;
+		snprintf(pa, sizeof(pa), "%s/%s", corpus(), pairs[i][0]);
+		snprintf(pb, sizeof(pb), "%s/%s", corpus(), pairs[i][1]);
+		REQUIRE(read_all(pa, &a) == 0 && read_all(pb, &b) == 0);
+		steady_state(&a, &b);
+		free(a.p);
+		free(b.p);
+	}
+}
+
+int
+main(void)
+{
+	RUN(exact_values);
+	RUN(duplicates_aggregated);
+	RUN(type_reordering);
+	RUN(custom_types_and_label_order);
+	RUN(address_zero_identity);
+	RUN(eviction);
+	RUN(error_keeps_state);
+	RUN(steady_state_zero_allocations_synthetic);
+	char p[512];
+	snprintf(p, sizeof(p), "%s/fastdelta/big-heap.pprof", corpus());
+	FILE *f = fopen(p, "rb");
+	if (f) {
+		fclose(f);
+		RUN(steady_state_zero_allocations_corpus);
+	} else {
+		printf("SKIP steady_state_zero_allocations_corpus: no corpus at %s\n",
+		       corpus());
+	}
+	TEST_MAIN_END();
+}
