@@ -42,7 +42,7 @@ while getopts n:s:w:c:o: opt; do
 	w) WORKLOADS=$OPTARG ;;
 	c) CONFIGS=$OPTARG ;;
 	o) DIR=$OPTARG ;;
-	*) sed -n '2,20p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,27p' "$0" >&2; exit 2 ;;
 	esac
 done
 [ -n "$SLOW_ROUNDS" ] || SLOW_ROUNDS=$ROUNDS
