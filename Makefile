@@ -83,6 +83,10 @@ $(B)/tests/prog_%: tests/integration/prog_%.c
 $(B)/tests/prog_%: tests/integration/prog_%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lpthread
+# bench_delta links the tool half (delta computer and pprof decoder).
+$(B)/bench/bench_delta: bench/bench_delta.c $(TOOL_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -Isrc/common -Isrc/format -o $@ $^ -lz -lm
 $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -o $@ $< -lpthread -ldl -lm
@@ -94,7 +98,7 @@ $(B)/bench/libshim.so: bench/shim/shim.c
 bench: $(B)/bench/libshim.so
 $(B)/examples/leaky: examples/leaky.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -o $@ $< -lpthread
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-inline -o $@ $< -lpthread
 
 # Debian packages: what building needs, and what the tests need on top.
 DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libunwind8
@@ -126,6 +130,26 @@ $(B)/pprofcheck: tests/oracle/pprofcheck/main.go
 	@mkdir -p $(B)/gocache
 	cd tests/oracle/pprofcheck && GO111MODULE=off GOPATH=/usr/share/gocode \
 		GOFLAGS= GOPROXY=off GOCACHE=$(CURDIR)/$(B)/gocache go build -o $(CURDIR)/$@ .
+
+# Fuzzing (fuzz/): `make fuzz` builds the libFuzzer targets with clang;
+# the replay binaries run the seed corpus without libFuzzer (gcc + ASan and
+# UBSan), from fuzz/replay.sh in `make test`.
+FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_SRC  := $(COMMON_SRC) $(FORMAT_SRC) $(OPS_SRC)
+FUZZ_CC   ?= clang
+FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -Iinclude -Isrc/common \
+	-Isrc/format -Isrc/ops -Ifuzz
+fuzz: $(patsubst %,$(B)/fuzz/%,$(FUZZ_TARGETS))
+.PHONY: fuzz-replay
+fuzz-replay: $(patsubst fuzz_%,$(B)/fuzz/replay_%,$(FUZZ_TARGETS))
+$(B)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_util.h $(FUZZ_SRC)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -o $@ $< $(FUZZ_SRC) -lz -lm
+$(B)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz_util.h $(FUZZ_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(FUZZ_FLAGS) -fsanitize=address,undefined \
+		-fno-sanitize-recover=undefined -o $@ $< fuzz/replay.c $(FUZZ_SRC) -lz -lm
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 

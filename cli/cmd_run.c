@@ -1,11 +1,210 @@
-/* cmd_run.c: `heapprof run` (placeholder until its issue lands). */
+/*
+ * cmd_run.c: `heapprof run`: runs a command with libheapprof.so preloaded
+ * (found beside the heapprof binary), its options passed through the
+ * HEAPPROF_* environment, so children are profiled too, one file per pid.
+ * The command replaces this process (exec), so its exit status, signals
+ * and pid are exactly its own.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "heapprof.h"
 #include "cli.h"
+#include "parse.h"
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: heapprof run [OPTIONS] -- CMD [ARGS...]\n"
+	        "\n"
+	        "Runs CMD under the heap profiler and writes its heap profile when\n"
+	        "it exits (and every -i seconds, or on -s SIGNAL).\n"
+	        "\n"
+	        "  -r, --rate BYTES      mean bytes between samples (default 524288;\n"
+	        "                        1 records every allocation; 0 turns sampling off)\n"
+	        "  -o, --output PATH     output file; %%p is the pid, %%n the dump number\n"
+	        "                        (default heapprof.%%p.%%n.pb.gz)\n"
+	        "  -i, --interval SECS   also write a profile every SECS seconds\n"
+	        "  -s, --signal SIG      also write a profile when SIG arrives (e.g. USR2)\n"
+	        "      --text            legacy text format instead of pprof\n"
+	        "      --unwind fp       frame-pointer unwinder instead of libunwind\n"
+	        "      --depth N         frames per stack, 1..64 (default 64)\n"
+	        "      --no-exit-dump    no profile at exit\n"
+	        "  -h, --help            this help\n"
+	        "\n"
+	        "The profile opens with `heapprof top FILE` or `go tool pprof FILE`.\n");
+}
+
+/* The directory of the running heapprof binary + "/libheapprof.so". */
+static int
+find_library(char *buf, size_t cap)
+{
+	const char *env = getenv("HEAPPROF_LIBRARY");
+	if (env && *env) {
+		if (strlen(env) >= cap)
+			return -ENAMETOOLONG;
+		strcpy(buf, env);
+		return access(buf, R_OK) == 0 ? 0 : -errno;
+	}
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -errno;
+	exe[n] = 0;
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	static const char *const rel[] = {"/libheapprof.so",
+	                                  "/../lib/libheapprof.so",
+	                                  "/../lib/heapprof/libheapprof.so"};
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		if ((size_t)snprintf(buf, cap, "%s%s", exe, rel[i]) >= cap)
+			return -ENAMETOOLONG;
+		if (access(buf, R_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int
+setenv_checked(const char *k, const char *v)
+{
+	if (setenv(k, v, 1) != 0) {
+		cli_err("run: cannot set %s: %s", k, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
 
 int
 cli_run(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	cli_err("run: not implemented yet");
-	return 2;
+	static const struct option opts[] = {
+		{"rate", required_argument, NULL, 'r'},
+		{"output", required_argument, NULL, 'o'},
+		{"interval", required_argument, NULL, 'i'},
+		{"signal", required_argument, NULL, 's'},
+		{"text", no_argument, NULL, 't'},
+		{"unwind", required_argument, NULL, 'u'},
+		{"depth", required_argument, NULL, 'd'},
+		{"no-exit-dump", no_argument, NULL, 'x'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+	int64_t v;
+	int sig;
+	optind = 1;
+	/* '+': stop at the first non-option, so CMD's own flags are its. */
+	while ((c = getopt_long(argc, argv, "+r:o:i:s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			if (heapprof__parse_size(optarg, &v) != 0) {
+				cli_err("run: -r '%s': expected a byte count such as "
+				        "524288 or 512k", optarg);
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_RATE", optarg))
+				return 2;
+			break;
+		case 'o':
+			if (!*optarg) {
+				cli_err("run: -o: empty path");
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_OUT", optarg))
+				return 2;
+			break;
+		case 'i':
+			if (heapprof__parse_size(optarg, &v) != 0 ||
+			    v > 86400 * 365) {
+				cli_err("run: -i '%s': expected a number of seconds",
+				        optarg);
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_INTERVAL", optarg))
+				return 2;
+			break;
+		case 's':
+			if (heapprof__parse_signal(optarg, &sig) != 0) {
+				cli_err("run: -s '%s': expected a catchable signal "
+				        "such as USR2 or 12", optarg);
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_SIGNAL", optarg))
+				return 2;
+			break;
+		case 't':
+			if (setenv_checked("HEAPPROF_FORMAT", "text"))
+				return 2;
+			break;
+		case 'u':
+			if (strcmp(optarg, "fp") && strcmp(optarg, "libunwind")) {
+				cli_err("run: --unwind '%s': expected fp or libunwind",
+				        optarg);
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_UNWIND", optarg))
+				return 2;
+			break;
+		case 'd':
+			if (heapprof__parse_size(optarg, &v) != 0 || v < 1 ||
+			    v > 64) {
+				cli_err("run: --depth '%s': expected 1..64", optarg);
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_DEPTH", optarg))
+				return 2;
+			break;
+		case 'x':
+			if (setenv_checked("HEAPPROF_EXIT", "0"))
+				return 2;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc && strcmp(argv[optind], "--") == 0)
+		optind++;
+	if (optind >= argc) {
+		cli_err("run: no command given");
+		usage(stderr);
+		return 2;
+	}
+	char lib[PATH_MAX];
+	int rc = find_library(lib, sizeof(lib));
+	if (rc != 0) {
+		cli_err("run: cannot find libheapprof.so beside the heapprof "
+		        "binary (set HEAPPROF_LIBRARY): %s", heapprof_strerror(rc));
+		return 2;
+	}
+	/* Ours first, then whatever the user preloads already. */
+	const char *old = getenv("LD_PRELOAD");
+	size_t n = strlen(lib) + (old ? strlen(old) : 0) + 2;
+	char *pre = malloc(n);
+	if (!pre) {
+		cli_err("run: out of memory");
+		return 2;
+	}
+	snprintf(pre, n, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+	char pid[32];
+	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+	if (setenv_checked("LD_PRELOAD", pre) ||
+	    setenv_checked("HEAPPROF_MAINPID", pid))
+		return 2;
+	free(pre);
+	execvp(argv[optind], argv + optind);
+	int e = errno;
+	cli_err("run: cannot run '%s': %s", argv[optind], strerror(e));
+	return e == ENOENT ? 127 : 126;
 }

@@ -23,6 +23,7 @@
 
 #include "collect.h"
 #include "../serve/serve.h"
+#include "parse.h"
 
 hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1};
 _Atomic int heapprof__ready;
@@ -75,66 +76,6 @@ warn_env(const char *var, const char *val, const char *why, const char *dflt)
 }
 
 /* ------------------------------------------------------------------ options */
-
-/* A non-negative integer with an optional k/m/g suffix (powers of 1024). */
-int
-heapprof__parse_size(const char *s, int64_t *out)
-{
-	if (!s || !*s)
-		return -EINVAL;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -EINVAL;
-	unsigned shift = 0;
-	if (*end == 'k' || *end == 'K')
-		shift = 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		shift = 20, end++;
-	else if (*end == 'g' || *end == 'G')
-		shift = 30, end++;
-	if (*end == 'b' || *end == 'B')
-		end++;
-	if (*end || v > ((unsigned long long)INT64_MAX >> shift))
-		return -EINVAL;
-	*out = (int64_t)(v << shift);
-	return 0;
-}
-
-int
-heapprof__parse_signal(const char *s, int *out)
-{
-	static const struct {
-		const char *name;
-		int sig;
-	} names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"PROF", SIGPROF},
-	             {"HUP", SIGHUP},   {"URG", SIGURG},   {"WINCH", SIGWINCH}};
-	if (!s || !*s)
-		return -EINVAL;
-	if (strncasecmp(s, "SIG", 3) == 0)
-		s += 3;
-	for (size_t i = 0; i < HP_ARRAY_LEN(names); i++)
-		if (strcasecmp(s, names[i].name) == 0) {
-			*out = names[i].sig;
-			return 0;
-		}
-	if (strncasecmp(s, "RTMIN+", 6) == 0) {
-		int64_t k;
-		if (heapprof__parse_size(s + 6, &k) == 0 && SIGRTMIN + k <= SIGRTMAX) {
-			*out = SIGRTMIN + (int)k;
-			return 0;
-		}
-		return -EINVAL;
-	}
-	int64_t v;
-	if (heapprof__parse_size(s, &v) != 0 || v < 1 || v >= NSIG ||
-	    v == SIGKILL || v == SIGSTOP || v == SIGSEGV || v == SIGBUS ||
-	    v == SIGFPE || v == SIGILL)
-		return -EINVAL;
-	*out = (int)v;
-	return 0;
-}
 
 static void
 read_env(hp_config *c)
