@@ -43,15 +43,31 @@ release(pprof_dec *d, void *pp, size_t bytes)
 	*p = NULL;
 }
 
-/* Varint with a one-byte fast path. */
+/* Varint, inlined; bounds checked once when 10 bytes are available. */
 HP_INLINE int
 rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
 	const uint8_t *p = *pp;
-	if (HP_LIKELY(p < end && *p < 0x80)) {
-		*out = *p;
-		*pp = p + 1;
-		return 0;
+	if (HP_LIKELY(end - p >= 10)) {
+		uint64_t v = p[0];
+		if (v < 0x80) {
+			*out = v;
+			*pp = p + 1;
+			return 0;
+		}
+		v &= 0x7f;
+		for (int i = 1; i < 10; i++) {
+			uint64_t b = p[i];
+			v |= (b & 0x7f) << (7 * i);
+			if (b < 0x80) {
+				if (i == 9 && b > 1)
+					return HEAPPROF_EVARINT;
+				*out = v;
+				*pp = p + i + 1;
+				return 0;
+			}
+		}
+		return HEAPPROF_EVARINT;
 	}
 	pb_reader r = {p, end};
 	int rc = heapprof__pb_read_varint(&r, out);
@@ -677,10 +693,6 @@ read_repeated(const pb_field *f, uint64_t *arr, size_t *n)
 	const uint8_t *p = f->data, *e = f->data + f->len;
 	uint64_t *out = arr + *n;
 	while (p < e) {
-		if (HP_LIKELY(*p < 0x80)) {
-			*out++ = *p++;
-			continue;
-		}
 		HP_TRY(rd_varint(&p, e, out));
 		out++;
 	}
@@ -691,21 +703,33 @@ read_repeated(const pb_field *f, uint64_t *arr, size_t *n)
 static int
 parse_label(const pprof_dec *d, const pb_field *f, pprof_label *lb)
 {
-	HP_TRY(want(f, PB_LEN));
-	pb_reader r;
-	pb_field g;
+	const uint8_t *p = f->data, *e = f->data + f->len;
 	memset(lb, 0, sizeof(*lb));
-	heapprof__pb_reader_init(&r, f->data, f->len);
-	while (heapprof__pb_more(&r)) {
-		HP_TRY(heapprof__pb_next(&r, &g));
-		if (g.num < 1 || g.num > 4)
-			continue;
-		HP_TRY(want(&g, PB_VARINT));
-		switch (g.num) {
-		case 1: HP_TRY(str_idx(g.v, &lb->key)); break;
-		case 2: HP_TRY(str_idx(g.v, &lb->str)); break;
-		case 3: lb->num = (int64_t)g.v; break;
-		default: HP_TRY(str_idx(g.v, &lb->num_unit)); break;
+	while (p < e) {
+		uint8_t tag = *p;
+		uint32_t num;
+		uint64_t v;
+		if (HP_LIKELY(tag == 0x08 || tag == 0x10 || tag == 0x18 ||
+		              tag == 0x20)) {
+			p++;
+			HP_TRY(rd_varint(&p, e, &v));
+			num = tag >> 3;
+		} else {
+			pb_reader r = {p, e};
+			pb_field g;
+			HP_TRY(heapprof__pb_next(&r, &g));
+			p = r.p;
+			if (g.num < 1 || g.num > 4)
+				continue;
+			HP_TRY(want(&g, PB_VARINT));
+			num = g.num;
+			v = g.v;
+		}
+		switch (num) {
+		case 1: HP_TRY(str_idx(v, &lb->key)); break;
+		case 2: HP_TRY(str_idx(v, &lb->str)); break;
+		case 3: lb->num = (int64_t)v; break;
+		default: HP_TRY(str_idx(v, &lb->num_unit)); break;
 		}
 	}
 	if (lb->key >= d->nstrings || lb->str >= d->nstrings ||
@@ -718,11 +742,27 @@ static int
 decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
 {
 	size_t nl = 0, nv = 0, nlab = 0;
-	pb_reader r;
+	const uint8_t *p = data, *e = data + len;
 	pb_field f;
-	heapprof__pb_reader_init(&r, data, len);
-	while (heapprof__pb_more(&r)) {
-		HP_TRY(heapprof__pb_next(&r, &f));
+	while (p < e) {
+		/* Fast path: one-byte tags of fields 1-3 (all pprof writers). */
+		uint8_t tag = *p;
+		if (HP_LIKELY(tag == 0x0a || tag == 0x12 || tag == 0x1a)) {
+			uint64_t n;
+			p++;
+			HP_TRY(rd_varint(&p, e, &n));
+			if (n > (uint64_t)(e - p))
+				return HEAPPROF_ELENGTH;
+			f.num = tag >> 3;
+			f.wire = PB_LEN;
+			f.data = p;
+			f.len = (size_t)n;
+			p += n;
+		} else {
+			pb_reader r = {p, e};
+			HP_TRY(heapprof__pb_next(&r, &f));
+			p = r.p;
+		}
 		switch (f.num) {
 		case 1:
 			if (f.wire != PB_VARINT && f.wire != PB_LEN)
@@ -780,6 +820,16 @@ heapprof__pprof_sample_next(pprof_dec *d, pprof_sample_iter *it,
 {
 	pb_field f;
 	while (heapprof__pb_more(&it->r)) {
+		if (HP_LIKELY(*it->r.p == 0x12)) {
+			/* Sample tag: the index pass checked the length. */
+			const uint8_t *p = it->r.p + 1;
+			uint64_t n;
+			HP_TRY(rd_varint(&p, it->r.end, &n));
+			if (n > (uint64_t)(it->r.end - p))
+				return HEAPPROF_ELENGTH;
+			it->r.p = p + n;
+			return decode_sample(d, p, (size_t)n, out);
+		}
 		HP_TRY(heapprof__pb_next(&it->r, &f));
 		if (f.num == PPROF_SAMPLE)
 			return decode_sample(d, f.data, f.len, out);
