@@ -211,6 +211,8 @@ sample_decide(hp_tls *t)
 static HP_NOINLINE void *
 sampled_alloc(hp_tls *t, size_t size, size_t align, bool zero, uintptr_t ra)
 {
+	if (size > heapprof__range_span / 4)
+		return NULL; /* fails in the next allocator too, or is unmappable here */
 	int saved = errno;
 	t->busy++;
 	void *p = heapprof__range_alloc(size, align, zero);
@@ -257,11 +259,14 @@ sampled_free(void *p)
 }
 
 /* The sampler's view of a request: zero-byte requests count as one byte,
- * so that they can be sampled too (as tcmalloc does). */
+ * so that they can be sampled too (as tcmalloc does), and requests of 2^63
+ * bytes or more (which fail anyway) must not wrap the counter around and
+ * silence the sampler for the allocations that follow. */
 HP_INLINE int64_t
 weight(size_t n)
 {
-	return (int64_t)(n + (n == 0));
+	int64_t w = (int64_t)n;
+	return HP_LIKELY(w > 0) ? w : (n == 0 ? 1 : INT64_MAX / 4);
 }
 
 #define RA() ((uintptr_t)__builtin_return_address(0))
