@@ -1,11 +1,731 @@
-/* cmd_top.c: `heapprof top` (placeholder until its issue lands). */
+/*
+ * cmd_top.c: `heapprof top`: the top functions of a profile by flat value,
+ * printed as `go tool pprof -top` prints them (same header lines, columns,
+ * units, percentages, node dropping below 0.5% of the total and ordering).
+ * Reads profile.proto (gzip'd or not) through the shared decoder. Names come
+ * from the profile's Function/Line data, else from the ELF symbols of the
+ * mapping's file (symbol cache), else the address in hex.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "heapprof.h"
 #include "cli.h"
+#include "elffile.h"
+#include "pprof_dec.h"
+#include "top_fmt.h"
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: heapprof top [-n N] [--sample-index TYPE] FILE\n"
+	        "\n"
+	        "Prints the functions of a profile.proto file (gzip'd or not)\n"
+	        "with the largest flat values, like `go tool pprof -top`: flat,\n"
+	        "flat%%, sum%%, cum, cum%%, name. Functions whose cum is at most\n"
+	        "0.5%% of the total are dropped, as pprof does. Names come from\n"
+	        "the profile, else from the ELF symbols of the mapped files.\n"
+	        "\n"
+	        "  -n N                 show at most N functions (default: all)\n"
+	        "  --sample-index TYPE  the sample type to show: a name\n"
+	        "                       (inuse_space, alloc_space, inuse_objects,\n"
+	        "                       alloc_objects, ...) or an index; default:\n"
+	        "                       the profile's default_sample_type, else\n"
+	        "                       the last type (pprof's rule)\n"
+	        "  FILE                 the profile ('-': stdin)\n");
+}
+
+/* One function (pprof "node" at functions granularity). */
+typedef struct node {
+	char *name;
+	size_t len;
+	int64_t flat, cum;
+	size_t stamp; /* last sample that added to cum, plus one */
+	int kept;     /* printed: takes part in the edge pass */
+	int in_inline, in_call; /* kinds of incoming edges among kept nodes */
+} node;
+
+typedef struct top {
+	pprof_dec d;
+	heapprof_symcache *syms;
+	node *nodes;
+	size_t nnodes, cap;
+	uint32_t *slots; /* name hash -> node index + 1 */
+	size_t nslots;
+	uint32_t *loc_first, *loc_count; /* per location: its node ids */
+	uint32_t *loc_nodes;
+	size_t nloc_nodes, loc_nodes_cap;
+	heapprof_mapping *maps; /* per decoder mapping, NUL-terminated copies */
+} top;
+
+static uint64_t
+hash_name(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+	return h;
+}
+
+static int
+grow_slots(top *t)
+{
+	size_t ns = t->nslots ? t->nslots * 2 : 1024;
+	uint32_t *s = calloc(ns, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nnodes; i++) {
+		size_t j = hash_name(t->nodes[i].name, t->nodes[i].len) & (ns - 1);
+		while (s[j])
+			j = (j + 1) & (ns - 1);
+		s[j] = (uint32_t)i + 1;
+	}
+	free(t->slots);
+	t->slots = s;
+	t->nslots = ns;
+	return 0;
+}
+
+/* The node named s[0..n), created on first use. Returns its index or -1. */
+static long
+node_for(top *t, const char *s, size_t n)
+{
+	if (t->nnodes * 2 >= t->nslots && grow_slots(t))
+		return -1;
+	size_t j = hash_name(s, n) & (t->nslots - 1);
+	for (; t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
+		node *o = &t->nodes[t->slots[j] - 1];
+		if (o->len == n && memcmp(o->name, s, n) == 0)
+			return (long)t->slots[j] - 1;
+	}
+	if (t->nnodes == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 256;
+		node *nv = realloc(t->nodes, nc * sizeof(*nv));
+		if (!nv)
+			return -1;
+		t->nodes = nv;
+		t->cap = nc;
+	}
+	char *copy = malloc(n + 1);
+	if (!copy)
+		return -1;
+	memcpy(copy, s, n);
+	copy[n] = '\0';
+	t->nodes[t->nnodes] = (node){copy, n, 0, 0, 0, 0, 0, 0};
+	t->slots[j] = (uint32_t)t->nnodes + 1;
+	return (long)t->nnodes++;
+}
+
+static int
+push_loc_node(top *t, long id)
+{
+	if (id < 0)
+		return -ENOMEM;
+	if (t->nloc_nodes == t->loc_nodes_cap) {
+		size_t nc = t->loc_nodes_cap ? t->loc_nodes_cap * 2 : 1024;
+		uint32_t *nv = realloc(t->loc_nodes, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		t->loc_nodes = nv;
+		t->loc_nodes_cap = nc;
+	}
+	t->loc_nodes[t->nloc_nodes++] = (uint32_t)id;
+	return 0;
+}
+
+static char *
+dup_string(const pprof_dec *d, uint32_t i)
+{
+	size_t n;
+	const char *s = heapprof__pprof_string(d, i, &n);
+	char *c = malloc(n + 1);
+	if (c) {
+		memcpy(c, s, n);
+		c[n] = '\0';
+	}
+	return c;
+}
+
+static int
+load_mappings(top *t)
+{
+	pprof_dec *d = &t->d;
+	t->maps = calloc(d->nmaps ? d->nmaps : 1, sizeof(*t->maps));
+	if (!t->maps)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->nmaps; i++) {
+		pprof_mapping pm;
+		int rc = heapprof__pprof_mapping(d, i, &pm);
+		if (rc)
+			return rc;
+		char *file = dup_string(d, pm.filename);
+		char *bid = dup_string(d, pm.build_id);
+		t->maps[i] = (heapprof_mapping){pm.memory_start, pm.memory_limit,
+		                                pm.file_offset, file, bid};
+		if (!file || !bid)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Node of a location without usable function data: an ELF symbol of its
+ * mapping's file, else its address. */
+static long
+unknown_node(top *t, const pprof_location *l)
+{
+	const char *name = NULL;
+	long mi = heapprof__pprof_find_mapping(&t->d, l->mapping_id);
+	if (mi >= 0 && l->address)
+		name = heapprof__symcache_lookup(t->syms, &t->maps[mi],
+		                                 l->address);
+	if (name)
+		return node_for(t, name, strlen(name));
+	char hex[32];
+	int n = snprintf(hex, sizeof(hex), "0x%" PRIx64, l->address);
+	return node_for(t, hex, (size_t)n);
+}
+
+/* For every location, the nodes of its lines (innermost first). */
+static int
+build_location_nodes(top *t)
+{
+	pprof_dec *d = &t->d;
+	size_t n = d->nlocs ? d->nlocs : 1;
+	t->loc_first = malloc(n * sizeof(uint32_t));
+	t->loc_count = malloc(n * sizeof(uint32_t));
+	if (!t->loc_first || !t->loc_count)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->nlocs; i++) {
+		pprof_location l;
+		int rc = heapprof__pprof_location(d, i, &l);
+		if (rc)
+			return rc;
+		t->loc_first[i] = (uint32_t)t->nloc_nodes;
+		for (size_t k = 0; k < l.nlines; k++) {
+			long fi = heapprof__pprof_find_function(
+				d, l.lines[k].function_id);
+			pprof_function f;
+			size_t nl = 0;
+			const char *nm = NULL;
+			if (fi >= 0 && heapprof__pprof_function(d, (size_t)fi,
+			                                        &f) == 0)
+				nm = heapprof__pprof_string(d, f.name, &nl);
+			rc = push_loc_node(t, nl ? node_for(t, nm, nl)
+			                         : unknown_node(t, &l));
+			if (rc)
+				return rc;
+		}
+		if (l.nlines == 0 && (rc = push_loc_node(t, unknown_node(t, &l))))
+			return rc;
+		t->loc_count[i] = (uint32_t)t->nloc_nodes - t->loc_first[i];
+	}
+	return 0;
+}
+
+static int64_t
+abs64(int64_t v)
+{
+	return v < 0 ? -v : v;
+}
+
+/* Adds every sample's value `vi` to flat (leaf) and cum (once per node
+ * per sample). Sets the total as pprof's computeTotal does. */
+static int
+accumulate(top *t, size_t vi, int64_t *total)
+{
+	pprof_dec *d = &t->d;
+	pprof_sample_iter it;
+	pprof_sample s;
+	int64_t all = 0, base = 0;
+	size_t stamp = 0;
+	int rc;
+	heapprof__pprof_samples(d, &it);
+	while ((rc = heapprof__pprof_sample_next(d, &it, &s)) == 0) {
+		int64_t v = s.values[vi];
+		int is_base = 0;
+		for (size_t k = 0; k < s.nlabels; k++)
+			if (heapprof__pprof_string_eq(d, s.labels[k].key,
+			                              "pprof::base") &&
+			    heapprof__pprof_string_eq(d, s.labels[k].str, "true"))
+				is_base = 1;
+		all += abs64(v);
+		if (is_base)
+			base += abs64(v);
+		if (v == 0)
+			continue;
+		stamp++;
+		node *leaf = NULL;
+		for (size_t j = 0; j < s.nlocations; j++) {
+			uint32_t li = s.location_index[j];
+			for (uint32_t k = 0; k < t->loc_count[li]; k++) {
+				node *n = &t->nodes[t->loc_nodes[t->loc_first[li] + k]];
+				if (!leaf)
+					leaf = n;
+				if (n->stamp != stamp) {
+					n->stamp = stamp;
+					n->cum += v;
+				}
+			}
+		}
+		if (leaf)
+			leaf->flat += v;
+	}
+	*total = base > 0 ? base : all;
+	return rc < 0 ? rc : 0;
+}
+
+/* Edges between kept nodes, as pprof's graph has them: caller -> callee,
+ * "inline" when the callee is an inlined line of a location (not its
+ * outermost one); an edge is inline only if every instance is. Its weight
+ * is the sum of the values of the samples it is in (once per sample);
+ * pprof drops edges lighter than 0.1% of the total before labelling. A
+ * node prints "(inline)" if all its remaining incoming edges are inline,
+ * "(partial-inline)" if only some are. */
+typedef struct edge {
+	uint64_t key; /* (caller + 1) << 32 | callee; 0: empty slot */
+	int64_t weight;
+	size_t stamp; /* last sample counted, plus one */
+	int inl;
+} edge;
+
+typedef struct edges {
+	edge *v;
+	size_t n, cap;
+} edges;
+
+static size_t
+edge_slot(const edge *v, size_t cap, uint64_t key)
+{
+	size_t j = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+	while (v[j].key && v[j].key != key)
+		j = (j + 1) & (cap - 1);
+	return j;
+}
+
+static int
+edge_add(edges *e, uint32_t from, uint32_t to, int inl, int64_t w,
+         size_t stamp)
+{
+	if ((e->n + 1) * 2 > e->cap) {
+		size_t nc = e->cap ? e->cap * 2 : 1024;
+		edge *nv = calloc(nc, sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		for (size_t i = 0; i < e->cap; i++)
+			if (e->v[i].key)
+				nv[edge_slot(nv, nc, e->v[i].key)] = e->v[i];
+		free(e->v);
+		e->v = nv;
+		e->cap = nc;
+	}
+	uint64_t key = ((uint64_t)from + 1) << 32 | to;
+	edge *x = &e->v[edge_slot(e->v, e->cap, key)];
+	if (!x->key) {
+		*x = (edge){key, 0, 0, inl};
+		e->n++;
+	}
+	if (x->stamp == stamp)
+		return 0;
+	x->stamp = stamp;
+	x->weight += w;
+	if (!inl)
+		x->inl = 0;
+	return 0;
+}
+
+static int
+mark_inline(top *t, size_t vi, int64_t cutoff)
+{
+	pprof_dec *d = &t->d;
+	pprof_sample_iter it;
+	pprof_sample s;
+	edges e = {0};
+	size_t stamp = 0;
+	int rc;
+	heapprof__pprof_samples(d, &it);
+	while ((rc = heapprof__pprof_sample_next(d, &it, &s)) == 0) {
+		int64_t w = s.values[vi];
+		if (w == 0)
+			continue;
+		stamp++;
+		long parent = -1;
+		for (size_t j = s.nlocations; j-- > 0;) {
+			uint32_t li = s.location_index[j], cnt = t->loc_count[li];
+			for (uint32_t k = cnt; k-- > 0;) {
+				uint32_t id = t->loc_nodes[t->loc_first[li] + k];
+				if (!t->nodes[id].kept)
+					continue;
+				if (parent >= 0 && (uint32_t)parent != id &&
+				    (rc = edge_add(&e, (uint32_t)parent, id,
+				                   k != cnt - 1, w, stamp)))
+					goto out;
+				parent = id;
+			}
+		}
+	}
+	for (size_t i = 0; i < e.cap; i++) {
+		if (!e.v[i].key || abs64(e.v[i].weight) < cutoff)
+			continue;
+		node *n = &t->nodes[(uint32_t)e.v[i].key];
+		if (e.v[i].inl)
+			n->in_inline = 1;
+		else
+			n->in_call = 1;
+	}
+out:
+	free(e.v);
+	return rc < 0 ? rc : 0;
+}
+
+static int
+cmp_nodes(const void *pa, const void *pb)
+{
+	const node *a = *(node *const *)pa, *b = *(node *const *)pb;
+	int64_t x = abs64(a->flat), y = abs64(b->flat);
+	if (x != y)
+		return x > y ? -1 : 1;
+	int c = strcmp(a->name, b->name);
+	if (c)
+		return c;
+	x = abs64(a->cum);
+	y = abs64(b->cum);
+	return x > y ? -1 : x < y ? 1 : 0;
+}
+
+/* pprof's SampleIndexByName. Returns the index or -1 (message printed). */
+static long
+pick_index(const pprof_dec *d, const char *want)
+{
+	if (d->ntypes == 0) {
+		cli_err("top: the profile has no sample types");
+		return -1;
+	}
+	if (!want) {
+		for (size_t i = 0; d->default_sample_type && i < d->ntypes; i++) {
+			size_t a, b;
+			const char *x = heapprof__pprof_string(d, d->types[i].type, &a);
+			const char *y = heapprof__pprof_string(d, d->default_sample_type, &b);
+			if (a == b && memcmp(x, y, a) == 0)
+				return (long)i;
+		}
+		return (long)d->ntypes - 1;
+	}
+	char *end;
+	errno = 0;
+	long v = strtol(want, &end, 10);
+	if (*want && !*end && !errno) {
+		if (v < 0 || (size_t)v >= d->ntypes) {
+			cli_err("top: sample index %s is outside the range [0..%zu]",
+			        want, d->ntypes - 1);
+			return -1;
+		}
+		return v;
+	}
+	const char *no_inuse = strncmp(want, "inuse_", 6) == 0 ? want + 6 : want;
+	for (size_t i = 0; i < d->ntypes; i++)
+		if (heapprof__pprof_string_eq(d, d->types[i].type, want) ||
+		    heapprof__pprof_string_eq(d, d->types[i].type, no_inuse))
+			return (long)i;
+	cli_err("top: unknown sample type '%s'; the profile has:", want);
+	for (size_t i = 0; i < d->ntypes; i++) {
+		size_t n;
+		const char *s = heapprof__pprof_string(d, d->types[i].type, &n);
+		fprintf(stderr, "  %zu %.*s\n", i, (int)n, s);
+	}
+	return -1;
+}
+
+/* The first bytes of the input, inflated if gzip'd: for the text check. */
+static size_t
+peek(const uint8_t *p, size_t n, char *out, size_t cap)
+{
+	if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
+		z_stream zs;
+		memset(&zs, 0, sizeof(zs));
+		if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+			return 0;
+		zs.next_in = (Bytef *)p;
+		zs.avail_in = n > UINT32_MAX ? UINT32_MAX : (uInt)n;
+		zs.next_out = (Bytef *)out;
+		zs.avail_out = (uInt)cap;
+		inflate(&zs, Z_SYNC_FLUSH);
+		size_t got = cap - zs.avail_out;
+		inflateEnd(&zs);
+		return got;
+	}
+	size_t k = n < cap ? n : cap;
+	memcpy(out, p, k);
+	return k;
+}
+
+static int
+looks_like_text(const uint8_t *p, size_t n)
+{
+	char head[64];
+	size_t k = peek(p, n, head, sizeof(head));
+	if (k < 4)
+		return 0;
+	for (size_t i = 0; i < k; i++)
+		if ((unsigned char)head[i] < 0x09 || (unsigned char)head[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+static void
+top_free(top *t)
+{
+	for (size_t i = 0; i < t->nnodes; i++)
+		free(t->nodes[i].name);
+	for (size_t i = 0; t->maps && i < t->d.nmaps; i++) {
+		free((char *)t->maps[i].file);
+		free((char *)t->maps[i].build_id);
+	}
+	free(t->maps);
+	free(t->nodes);
+	free(t->slots);
+	free(t->loc_first);
+	free(t->loc_count);
+	free(t->loc_nodes);
+	heapprof__symcache_free(t->syms);
+	heapprof__pprof_dec_free(&t->d);
+}
+
+static int
+parse_count(const char *s, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (!*s || *end || errno || v <= 0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Decodes, aggregates and prints. Returns the exit status. */
+static int
+run_top(top *t, const uint8_t *buf, size_t len, const char *path,
+        const char *sample_index, long max_nodes)
+{
+	pprof_dec *d = &t->d;
+	int rc = heapprof__pprof_dec_open(d, buf, len);
+	if (rc) {
+		if (rc != HEAPPROF_EEMPTY && looks_like_text(buf, len))
+			cli_err("top: %s: this looks like a legacy text profile; "
+			        "top reads profile.proto only (convert it with "
+			        "`go tool pprof -proto %s > out.pb.gz`)",
+			        path, path);
+		else
+			cli_err("top: %s: %s", path, heapprof_strerror(rc));
+		return 1;
+	}
+	long vi = pick_index(d, sample_index);
+	if (vi < 0)
+		return 2;
+	t->syms = heapprof__symcache_new();
+	int64_t total = 0;
+	if (!t->syms || (rc = load_mappings(t)) || (rc = build_location_nodes(t)) ||
+	    (rc = accumulate(t, (size_t)vi, &total))) {
+		cli_err("top: %s: %s", path,
+		        heapprof_strerror(rc ? rc : -ENOMEM));
+		return 1;
+	}
+
+	/* The graph: nodes with a value, then those above the cutoff. */
+	node **g = malloc((t->nnodes ? t->nnodes : 1) * sizeof(*g));
+	if (!g) {
+		cli_err("top: %s", heapprof_strerror(-ENOMEM));
+		return 1;
+	}
+	size_t ng = 0, kept = 0;
+	int64_t flat_all = 0;
+	for (size_t i = 0; i < t->nnodes; i++)
+		if (t->nodes[i].flat || t->nodes[i].cum) {
+			g[ng++] = &t->nodes[i];
+			flat_all += t->nodes[i].flat;
+		}
+	int64_t cutoff = abs64((int64_t)((double)flat_all * 0.005));
+	for (size_t i = 0; i < ng; i++)
+		if (abs64(g[i]->cum) >= cutoff)
+			g[kept++] = g[i];
+	size_t dropped = ng - kept, orig = kept;
+	qsort(g, kept, sizeof(*g), cmp_nodes);
+	if (max_nodes > 0 && (size_t)max_nodes < kept)
+		kept = (size_t)max_nodes;
+	for (size_t i = 0; i < kept; i++)
+		g[i]->kept = 1;
+	if ((rc = mark_inline(t, (size_t)vi,
+	                       abs64((int64_t)((double)flat_all * 0.001))))) {
+		free(g);
+		cli_err("top: %s: %s", path, heapprof_strerror(rc));
+		return 1;
+	}
+
+	size_t tn, un;
+	const char *type = heapprof__pprof_string(d, d->types[vi].type, &tn);
+	const char *unit = heapprof__pprof_string(d, d->types[vi].unit, &un);
+	char unitz[64];
+	snprintf(unitz, sizeof(unitz), "%.*s", (int)un, unit);
+	int64_t minv = 0;
+	for (size_t i = 0; i < kept; i++) {
+		int64_t m = abs64(g[i]->flat) ? abs64(g[i]->flat) : abs64(g[i]->cum);
+		if (m > 0 && (minv == 0 || m < minv))
+			minv = m;
+	}
+	top_fmt f;
+	cli_top_fmt_init(&f, unitz, minv, total);
+
+	/* Header lines, as pprof's ProfileLabels and reportLabels. */
+	if (d->nmaps) {
+		const heapprof_mapping *m0 = &t->maps[0];
+		if (m0->file[0]) {
+			const char *b = strrchr(m0->file, '/');
+			printf("File: %s\n", b ? b + 1 : m0->file);
+		}
+		if (m0->build_id[0])
+			printf("Build ID: %s\n", m0->build_id);
+	}
+	for (size_t i = 0; i < d->ncomments; i++) {
+		size_t n;
+		const char *c = heapprof__pprof_string(d, d->comments[i], &n);
+		if (!(n && c[0] == '#'))
+			printf("%.*s\n", (int)n, c);
+	}
+	printf("Type: %.*s\n", (int)tn, type);
+	char a[64], b[64], p[16];
+	if (d->time_nanos) {
+		cli_top_fmt_time(d->time_nanos, a, sizeof(a));
+		printf("Time: %s\n", a);
+	}
+	if (d->duration_nanos) {
+		char u[64], ratio[32] = "";
+		cli_top_scaled_label(d->duration_nanos, "nanoseconds", "auto", a,
+		                     sizeof(a));
+		cli_top_fmt_value(&f, total, b, sizeof(b));
+		double ns = cli_top_scale(total, unitz, "nanoseconds", u,
+		                          sizeof(u));
+		if (!strcmp(u, "ns") && ns != 0) {
+			cli_top_percent((int64_t)ns, d->duration_nanos, p,
+			                sizeof(p));
+			snprintf(ratio, sizeof(ratio), "(%s)", p);
+		}
+		printf("Duration: %s, Total samples = %s %s\n", a, b, ratio);
+	}
+	int64_t shown = 0;
+	for (size_t i = 0; i < kept; i++)
+		shown += g[i]->flat;
+	cli_top_fmt_value(&f, shown, a, sizeof(a));
+	cli_top_fmt_value(&f, total, b, sizeof(b));
+	cli_top_percent(shown, total, p, sizeof(p));
+	printf("Showing nodes accounting for %s, %s of %s total\n", a,
+	       p + strspn(p, " "), b);
+	if (total != 0) {
+		if (dropped > 0) {
+			cli_top_fmt_value(
+				&f, abs64((int64_t)((double)total * 0.005)), a,
+				sizeof(a));
+			printf("Dropped %zu node%s (cum <= %s)\n", dropped,
+			       dropped > 1 ? "s" : "", a);
+		}
+		if (kept > 0 && kept < orig)
+			printf("Showing top %zu nodes out of %zu\n", kept, orig);
+	}
+	printf("%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum",
+	       "cum");
+	int64_t sum = 0;
+	for (size_t i = 0; i < kept; i++) {
+		char fp[16], sp[16], cp[16];
+		sum += g[i]->flat;
+		cli_top_fmt_value(&f, g[i]->flat, a, sizeof(a));
+		cli_top_fmt_value(&f, g[i]->cum, b, sizeof(b));
+		cli_top_percent(g[i]->flat, total, fp, sizeof(fp));
+		cli_top_percent(sum, total, sp, sizeof(sp));
+		cli_top_percent(g[i]->cum, total, cp, sizeof(cp));
+		printf("%10s %s %s %10s %s  %s%s\n", a, fp, sp, b, cp,
+		       g[i]->name,
+		       !g[i]->in_inline ? ""
+		       : g[i]->in_call  ? " (partial-inline)"
+		                        : " (inline)");
+	}
+	free(g);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_err("top: writing the output: %s", strerror(errno));
+		return 1;
+	}
+	return 0;
+}
 
 int
 cli_top(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	cli_err("top: not implemented yet");
-	return 2;
+	const char *path = NULL, *sample_index = NULL;
+	long max_nodes = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "-n") || !strcmp(a, "--nodecount")) {
+			if (i + 1 >= argc || parse_count(argv[++i], &max_nodes)) {
+				cli_err("top: %s needs a positive count", a);
+				return 2;
+			}
+		} else if (!strncmp(a, "-n", 2) && a[2] != '-' && a[2]) {
+			if (parse_count(a + 2, &max_nodes)) {
+				cli_err("top: bad count '%s'", a + 2);
+				return 2;
+			}
+		} else if (!strcmp(a, "--sample-index") ||
+		           !strcmp(a, "--sample_index") ||
+		           !strcmp(a, "-sample_index")) {
+			if (i + 1 >= argc) {
+				cli_err("top: %s needs a type", a);
+				return 2;
+			}
+			sample_index = argv[++i];
+		} else if (!strncmp(a, "--sample-index=", 15) ||
+		           !strncmp(a, "--sample_index=", 15)) {
+			sample_index = a + 15;
+		} else if (!strncmp(a, "-sample_index=", 14)) {
+			sample_index = a + 14;
+		} else if (a[0] == '-' && a[1]) {
+			cli_err("top: unknown option '%s' (see heapprof top --help)",
+			        a);
+			return 2;
+		} else if (path) {
+			cli_err("top: one profile at a time ('%s' and '%s')", path,
+			        a);
+			return 2;
+		} else {
+			path = a;
+		}
+	}
+	if (!path) {
+		usage(stderr);
+		return 2;
+	}
+	if (sample_index && !*sample_index) {
+		cli_err("top: empty sample type");
+		return 2;
+	}
+	uint8_t *buf;
+	size_t len;
+	int rc = cli_read_file(path, &buf, &len);
+	if (rc) {
+		cli_err("top: %s: %s", path, heapprof_strerror(rc));
+		return 1;
+	}
+	top t;
+	memset(&t, 0, sizeof(t));
+	heapprof__pprof_dec_init(&t.d, NULL, NULL);
+	int st = run_top(&t, buf, len, path, sample_index, max_nodes);
+	top_free(&t);
+	free(buf);
+	return st;
 }
