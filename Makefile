@@ -39,8 +39,6 @@ CLI_OBJ     := $(call obj,$(CLI_SRC))
 TOOL_OBJ := $(COMMON_OBJ) $(FORMAT_OBJ) $(OPS_OBJ)
 # The in-process half.
 LIB_OBJ  := $(COMMON_OBJ) $(FORMAT_OBJ) $(OPS_OBJ) $(COLLECT_OBJ) $(SERVE_OBJ)
-# Capture objects without the malloc symbols, for unit tests of collect/.
-COLLECT_NOINTERPOSE_OBJ := $(filter-out $(B)/obj/src/collect/interpose.o,$(COLLECT_OBJ))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
@@ -69,9 +67,12 @@ $(B)/heapprof: $(CLI_OBJ) $(TOOL_OBJ)
 	$(CC) -o $@ $^ -lz -lm
 
 # Unit tests: test_collect_* link the capture modules (without interpose.o).
-$(B)/tests/test_collect_%: tests/unit/test_collect_%.c $(COLLECT_NOINTERPOSE_OBJ) $(TOOL_OBJ) $(SERVE_OBJ)
+# They link the capture modules that need no process-wide set-up (the test
+# defines the globals those use): no constructor, no interposed malloc.
+COLLECT_UNIT_OBJ := $(addprefix $(B)/obj/src/collect/,sampler.o range.o bucket.o arena.o stack.o)
+$(B)/tests/test_collect_%: tests/unit/test_collect_%.c $(COLLECT_UNIT_OBJ) $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -Itests -Isrc/collect -o $@ $^ $(LIBS)
+	$(CC) $(ALLCFLAGS) -fno-omit-frame-pointer -Itests -Isrc/collect -o $@ $^ $(LIBS)
 $(B)/tests/test_%: tests/unit/test_%.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -Itests -Isrc/ops -o $@ $^ $(LIBS)

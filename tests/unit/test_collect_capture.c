@@ -1,0 +1,192 @@
+/*
+ * test_collect_capture.c: unit tests of the capture modules that run
+ * inside malloc: the sampler (sampler.c), the sampled-object range
+ * (range.c), the bucket table (bucket.c, arena.c) and stack capture
+ * (stack.c). Linked without interpose.c and init.c: this file defines the
+ * globals they read.
+ */
+#include <math.h>
+#include <sys/mman.h>
+
+#include "collect.h"
+#include "test.h"
+
+__thread hp_tls heapprof__tls __attribute__((tls_model("initial-exec")));
+hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH};
+
+TEST(sampler_exponential_law)
+{
+	/* Distances are exponential with mean R: mean R, sd R, and
+	 * P(X > kR) = e^-k. 200k draws: the mean's sd is R/447. */
+	hp_tls t = {0};
+	const int n = 200000;
+	const double R = 524288;
+	double sum = 0, sum2 = 0;
+	int over1 = 0, over3 = 0;
+	for (int i = 0; i < n; i++) {
+		double x = (double)heapprof__sampler_next(&t, (int64_t)R);
+		sum += x;
+		sum2 += x * x;
+		over1 += x > R;
+		over3 += x > 3 * R;
+	}
+	double mean = sum / n, sd = sqrt(sum2 / n - mean * mean);
+	CHECK(fabs(mean / R - 1) < 0.01);
+	CHECK(fabs(sd / R - 1) < 0.02);
+	CHECK(fabs((double)over1 / n - exp(-1)) < 0.005);
+	CHECK(fabs((double)over3 / n - exp(-3)) < 0.003);
+	CHECK_EQ(heapprof__sampler_next(&t, 1), 1);
+	CHECK_EQ(heapprof__sampler_next(&t, 0), (int64_t)1 << 30);
+}
+
+TEST(sampler_probability_per_allocation)
+{
+	/* The counter as interpose.c runs it: an allocation of S bytes is
+	 * sampled with probability 1 - exp(-S/R), whatever came before. */
+	hp_tls t = {0};
+	const int64_t R = 65536;
+	const int64_t sizes[3] = {R / 4, R, 3 * R};
+	for (int k = 0; k < 3; k++) {
+		int64_t S = sizes[k];
+		long sampled = 0, n = 200000;
+		t.left = heapprof__sampler_next(&t, R);
+		for (long i = 0; i < n; i++) {
+			if ((t.left -= S) <= 0) {
+				sampled++;
+				t.left = heapprof__sampler_next(&t, R);
+			}
+		}
+		double p = 1 - exp(-(double)S / (double)R);
+		double got = (double)sampled / (double)n;
+		if (fabs(got - p) > 4 * sqrt(p * (1 - p) / (double)n) + 1e-4)
+			T_FAIL("S=%lld: sampled %.4f, expected %.4f", (long long)S, got, p);
+	}
+}
+
+TEST(range_alloc_free_reuse)
+{
+	REQUIRE_OK(heapprof__range_init());
+	CHECK(heapprof__range_span >= ((size_t)256 << 20));
+	size_t aligns[] = {16, 64, 128, 4096, 65536};
+	for (size_t a = 0; a < HP_ARRAY_LEN(aligns); a++) {
+		for (size_t size = 0; size < 300000; size = size * 3 + 7) {
+			char *p = heapprof__range_alloc(size, aligns[a], true);
+			REQUIRE(p != NULL);
+			CHECK(heapprof__range_owns(p));
+			CHECK((uintptr_t)p % aligns[a] == 0);
+			hp_obj *o = heapprof__range_obj(p);
+			CHECK_EQ(o->magic, HP_OBJ_MAGIC);
+			CHECK_EQ(o->size, size);
+			for (size_t i = 0; i < size; i += 997)
+				if (p[i]) {
+					T_FAIL("not zeroed at %zu", i);
+					break;
+				}
+			memset(p, 0x5a, size);
+			heapprof__range_free(o);
+			CHECK(o->magic != HP_OBJ_MAGIC);
+		}
+	}
+	/* A freed run is reused, and zeroed again when asked. */
+	char *p = heapprof__range_alloc(100, 16, false);
+	REQUIRE(p);
+	memset(p, 1, 100);
+	heapprof__range_free(heapprof__range_obj(p));
+	char *q = heapprof__range_alloc(100, 16, true);
+	CHECK(q == p);
+	CHECK(q && q[0] == 0 && q[99] == 0);
+	uint64_t live, mapped, exh;
+	heapprof__range_stats(&live, &mapped, &exh);
+	CHECK_EQ(live, 1);
+	CHECK(mapped > 0);
+	heapprof__range_free(heapprof__range_obj(q));
+	CHECK(!heapprof__range_owns(&live));
+	CHECK(!heapprof__range_owns(NULL));
+	/* Too large for the range: refused, not crashed. */
+	CHECK(heapprof__range_alloc(heapprof__range_span, 16, false) == NULL);
+}
+
+TEST(buckets_by_stack_and_size)
+{
+	REQUIRE_OK(heapprof__bucket_init());
+	uint64_t s1[3] = {1, 2, 3}, s2[3] = {1, 2, 4};
+	hp_bucket *a = heapprof__bucket_get(s1, 3, 100);
+	hp_bucket *b = heapprof__bucket_get(s1, 3, 100);
+	hp_bucket *c = heapprof__bucket_get(s1, 3, 200);
+	hp_bucket *d = heapprof__bucket_get(s2, 3, 100);
+	hp_bucket *e = heapprof__bucket_get(s1, 2, 100);
+	REQUIRE(a && c && d && e);
+	CHECK(a == b);
+	CHECK(a != c && a != d && a != e && c != d);
+	CHECK_EQ(a->depth, 3);
+	CHECK_EQ(a->stack[2], 3);
+	uint64_t before = heapprof__bucket_count();
+	/* 70,000 distinct stacks, each found again. */
+	uint64_t st[16];
+	for (int i = 0; i < 70000; i++) {
+		for (int k = 0; k < 16; k++)
+			st[k] = ((uint64_t)i << 8) | (uint64_t)k;
+		hp_bucket *x = heapprof__bucket_get(st, 16, 64);
+		REQUIRE(x);
+		atomic_fetch_add(&x->alloc_objects, 1);
+	}
+	for (int i = 0; i < 70000; i += 7) {
+		for (int k = 0; k < 16; k++)
+			st[k] = ((uint64_t)i << 8) | (uint64_t)k;
+		hp_bucket *x = heapprof__bucket_get(st, 16, 64);
+		REQUIRE(x);
+		CHECK_EQ(atomic_load(&x->alloc_objects), 1);
+	}
+	CHECK_EQ(heapprof__bucket_count(), before + 70000);
+	uint64_t listed = 0;
+	for (hp_bucket *x = heapprof__bucket_list(); x; x = x->all_next)
+		listed++;
+	CHECK_EQ(listed, heapprof__bucket_count());
+}
+
+__attribute__((noinline)) static int
+capture_here(uint64_t *out, int max)
+{
+	return heapprof__stack_capture(&heapprof__tls, 0, out, max);
+}
+
+__attribute__((noinline)) static int
+capture_from_child(uint64_t *out, int max, uintptr_t *ra)
+{
+	*ra = (uintptr_t)__builtin_return_address(0);
+	return heapprof__stack_capture(&heapprof__tls, *ra, out, max);
+}
+
+TEST(stack_capture_both_unwinders)
+{
+	for (int fp = 0; fp <= 1; fp++) {
+		heapprof__cfg.unwind_fp = fp;
+		if (!fp && heapprof__stack_init() != 0) {
+			printf("  (libunwind missing: fp only)\n");
+			continue;
+		}
+		uint64_t out[64];
+		int n = capture_here(out, 64);
+		if (n < 2)
+			T_FAIL("%s: %d frames", fp ? "fp" : "libunwind", n);
+		/* Skipping to a known return address: the first frame is
+		 * that call site (return address - 1). */
+		uintptr_t ra;
+		n = capture_from_child(out, 64, &ra);
+		REQUIRE(n >= 1);
+		CHECK_EQ(out[0], (uint64_t)ra - 1);
+		CHECK_EQ(capture_here(out, 1), 1);
+	}
+	heapprof__cfg.unwind_fp = 0;
+}
+
+int
+main(void)
+{
+	RUN(sampler_exponential_law);
+	RUN(sampler_probability_per_allocation);
+	RUN(range_alloc_free_reuse);
+	RUN(buckets_by_stack_and_size);
+	RUN(stack_capture_both_unwinders);
+	TEST_MAIN_END();
+}
