@@ -684,7 +684,7 @@ room_vals(pprof_dec *d, size_t need)
 /* Appends the varints of a packed or single field to arr[*n...]; the
  * caller made room for *n + (f->wire == PB_LEN ? f->len : 1). */
 static int
-read_repeated(const pb_field *f, uint64_t *arr, size_t *n)
+read_repeated(const pb_field *f, uint64_t *arr, size_t *n, const uint8_t *hard)
 {
 	if (f->wire == PB_VARINT) {
 		arr[(*n)++] = f->v;
@@ -692,10 +692,15 @@ read_repeated(const pb_field *f, uint64_t *arr, size_t *n)
 	}
 	const uint8_t *p = f->data, *e = f->data + f->len;
 	uint64_t *out = arr + *n;
+	/* Varints may be decoded against the end of the whole buffer (10
+	 * bytes of slack make the fast path hit at the end of a message);
+	 * one that crosses the end of this field is then an error. */
 	while (p < e) {
-		HP_TRY(rd_varint(&p, e, out));
+		HP_TRY(rd_varint(&p, hard, out));
 		out++;
 	}
+	if (p != e)
+		return HEAPPROF_ETRUNC;
 	*n = (size_t)(out - arr);
 	return 0;
 }
@@ -768,14 +773,14 @@ decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
 			if (f.wire != PB_VARINT && f.wire != PB_LEN)
 				return HEAPPROF_EWIRETYPE;
 			HP_TRY(room_locs(d, nl + (f.wire == PB_LEN ? f.len : 1)));
-			HP_TRY(read_repeated(&f, d->s_locs, &nl));
+			HP_TRY(read_repeated(&f, d->s_locs, &nl, d->buf + d->len));
 			break;
 		case 2:
 			if (f.wire != PB_VARINT && f.wire != PB_LEN)
 				return HEAPPROF_EWIRETYPE;
 			HP_TRY(room_vals(d, nv + (f.wire == PB_LEN ? f.len : 1)));
 			HP_TRY(read_repeated(&f, (uint64_t *)(void *)d->s_vals,
-			                     &nv));
+			                     &nv, d->buf + d->len));
 			break;
 		case 3:
 			HP_TRY(grow(d, &d->s_labels, &d->s_labels_cap, nlab + 1,
