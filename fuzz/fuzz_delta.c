@@ -1,0 +1,50 @@
+/*
+ * fuzz_delta.c: libFuzzer target for the delta computer. DEPENDS ON HELPER
+ * A's PUBLIC API (heapprof_delta_new / _compute / _reset / _free in
+ * include/heapprof.h, implemented in src/ops/delta*.c): if that API
+ * changes, this file changes with it.
+ *
+ * The input is split into two profiles (fuzz_util.h; unsplittable inputs
+ * are a profile against itself) and fed as a stream: a, b, b again, then
+ * after a reset a again. Every successful call's output must be a valid
+ * profile; a failed call must leave the computer usable.
+ */
+#include "heapprof.h"
+#include "fuzz_util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+step(heapprof_delta *d, const uint8_t *p, size_t n, const char *what)
+{
+	fuzz_buf o = {0};
+	int rc = heapprof_delta_compute(d, p, n, 0, fuzz_buf_write, &o);
+	if (rc == 0) {
+		int crc = heapprof_pprof_check(o.p, o.n, 0);
+		FUZZ_ASSERT(crc == 0, "%s: delta output invalid: %d %s", what,
+		            crc, heapprof_strerror(crc));
+	}
+	fuzz_buf_free(&o);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *a, *b;
+	size_t na, nb;
+	fuzz_split(data, size, &a, &na, &b, &nb);
+	heapprof_delta_options opt;
+	memset(&opt, 0, sizeof(opt));
+	opt.max_input = FUZZ_LIMIT;
+	opt.max_age = 2;
+	heapprof_delta *d = NULL;
+	if (heapprof_delta_new(&d, &opt) != 0)
+		return 0;
+	step(d, a, na, "first");
+	step(d, b, nb, "second");
+	step(d, b, nb, "repeat");
+	heapprof_delta_reset(d);
+	step(d, a, na, "after reset");
+	heapprof_delta_free(d);
+	return 0;
+}
