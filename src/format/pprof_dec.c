@@ -708,6 +708,7 @@ read_repeated(const pb_field *f, uint64_t *arr, size_t *n, const uint8_t *hard)
 static int
 parse_label(const pprof_dec *d, const pb_field *f, pprof_label *lb)
 {
+	HP_TRY(want(f, PB_LEN));
 	const uint8_t *p = f->data, *e = f->data + f->len;
 	memset(lb, 0, sizeof(*lb));
 	while (p < e) {
