@@ -84,6 +84,10 @@ $(B)/tests/prog_%: tests/integration/prog_%.c
 $(B)/tests/prog_%: tests/integration/prog_%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lpthread
+# bench_merge links the tool half too (merge and pprof decoder).
+$(B)/bench/bench_merge: bench/bench_merge.c $(TOOL_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -o $@ $< $(TOOL_OBJ) -lz -lm
 # bench_delta links the tool half (delta computer and pprof decoder).
 $(B)/bench/bench_delta: bench/bench_delta.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
