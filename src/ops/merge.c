@@ -9,8 +9,16 @@
  * labels in canonical order) have their values summed. Renumbering and
  * encoding are in merge_write.c.
  *
- * Differences from pprof, on purpose: a summed value that overflows int64
- * fails with HEAPPROF_EOVERFLOW (Go wraps around silently).
+ * Differences from the pprof this is checked against (Debian's 2021
+ * google/pprof, which Go 1.19's `go tool pprof` also vendors):
+ *   - a summed value that overflows int64 fails with HEAPPROF_EOVERFLOW (Go
+ *     wraps around silently);
+ *   - Line.column (profile.proto since 2024) is part of the location key and
+ *     written out, as upstream pprof does now; the 2021 code ignores it;
+ *   - doc_url (field 15) is kept (first non-empty), as upstream does;
+ *   - numeric labels: pprof keys units with fmt's %x of a []string, under
+ *     which one empty unit and no unit look alike but two empty units do
+ *     not; here a missing unit is always the empty string.
  */
 #include <errno.h>
 #include <math.h>
