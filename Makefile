@@ -158,5 +158,7 @@ $(B)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz_util.h $(FUZZ_SRC)
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 
-# The frame-pointer unwinder walks through the profiler's own frames.
+# The frame-pointer unwinder walks through the profiler's own frames; the
+# entry points (interpose.c) have none and must tail-call their slow paths.
 $(B)/obj/src/collect/%.o: ALLCFLAGS += -fno-omit-frame-pointer
+$(B)/obj/src/collect/interpose.o: ALLCFLAGS += -fomit-frame-pointer -foptimize-sibling-calls

@@ -28,14 +28,15 @@
  * __tls_get_addr call, which could itself allocate). Only the owning thread
  * reads or writes it. */
 typedef struct hp_tls {
-	int64_t left;      /* bytes until the next sample; <= 0: slow path */
+	int64_t left;      /* bytes until the next sample; <= weight: slow path */
 	uint32_t busy;     /* re-entrancy depth: nonzero inside the profiler */
 	uint32_t seeded;   /* rng initialised */
 	uint64_t rng;      /* xorshift64* state */
 	uintptr_t stack_lo, stack_hi; /* this thread's stack, for the fp walker */
 } hp_tls;
 
-extern __thread hp_tls heapprof__tls __attribute__((tls_model("initial-exec")));
+extern HP_HIDDEN __thread hp_tls heapprof__tls
+	__attribute__((tls_model("initial-exec")));
 
 /* ------------------------------------------------------------ configuration */
 
@@ -52,13 +53,19 @@ typedef struct hp_config {
 
 /* Written once by the constructor before sampling is enabled; read-only
  * afterwards except `rate` (atomic). */
-extern hp_config heapprof__cfg;
+extern HP_HIDDEN hp_config heapprof__cfg;
 
 /* 1 once the real allocator functions are resolved and the profiler may
  * sample; set by init.c with release order, read with acquire. */
-extern _Atomic int heapprof__ready;
+extern HP_HIDDEN _Atomic int heapprof__ready;
 
 /* ----------------------------------------------------------- interpose.c */
+
+/* The entry points (malloc, free, ...) live in their own section, so a
+ * slow path can tell whether its return address is the program's (it was
+ * tail-called, the normal case) or an entry point's (it was not). */
+#define HP_ENTRY __attribute__((section("heapprof_entry"), visibility("default")))
+extern const char __start_heapprof_entry[], __stop_heapprof_entry[];
 
 /* The next allocator's functions (glibc's, or another preloaded one). */
 typedef struct hp_next {
@@ -73,9 +80,49 @@ typedef struct hp_next {
 	void *(*pvalloc)(size_t);
 	size_t (*malloc_usable_size)(void *);
 } hp_next;
-extern hp_next heapprof__next;
+extern HP_HIDDEN hp_next heapprof__next;
 /* Resolves heapprof__next through dlsym(RTLD_NEXT). Idempotent. */
 void heapprof__interpose_resolve(void);
+
+/* ------------------------------------------------------------ slowpath.c */
+
+/* What an entry point tail-calls when its fast path does not apply: the
+ * byte counter crossed zero (the allocation may be a sample), or the
+ * pointer is in the profiler's range. Called from malloc: no blocking
+ * locks but on the sampled path, no allocation but the forwarded one. */
+void *heapprof__slow_malloc(size_t n);
+void *heapprof__slow_calloc(size_t n, size_t size);
+void *heapprof__slow_realloc(void *p, size_t n);
+int heapprof__slow_posix_memalign(void **pp, size_t align, size_t n);
+void *heapprof__slow_aligned_alloc(size_t align, size_t n);
+void *heapprof__slow_memalign(size_t align, size_t n);
+void *heapprof__slow_valloc(size_t n);
+void *heapprof__slow_pvalloc(size_t n);
+void heapprof__slow_free(void *p);
+size_t heapprof__slow_usable_size(void *p);
+
+/* The sampler's view of a request of n bytes: zero-byte requests weigh one
+ * byte, so that they can be sampled too (as tcmalloc does). */
+HP_INLINE uint64_t
+heapprof__weight(size_t n)
+{
+	return (uint64_t)n + (n == 0);
+}
+
+/* The fast-path test of every allocating entry point: true (and the
+ * counter charged) if this allocation is not a sample. A counter at or
+ * below the weight, including 0 for a new thread and the "decide again"
+ * state, sends the request to the slow path; as unsigned compares, a
+ * request of 2^63 bytes or more can never wrap the counter around. */
+HP_INLINE bool
+heapprof__fast(hp_tls *t, uint64_t w)
+{
+	if (HP_LIKELY(w < (uint64_t)t->left)) {
+		t->left -= (int64_t)w;
+		return true;
+	}
+	return false;
+}
 
 /* ------------------------------------------------------------- sampler.c */
 
@@ -104,11 +151,12 @@ typedef struct hp_obj {
 	uint64_t pad1[3];
 } hp_obj;
 #define HP_OBJ_MAGIC 0x68656170726f6621ULL /* "heaprof!" */
+#define HP_BOOT_MAGIC 0x626f6f74626f6f74ULL /* "bootboot": bootstrap block */
 
 /* [base, base + span) is the profiler's range; a pointer in it was sampled.
  * Written once at init (before heapprof__ready), read-only afterwards. */
-extern uintptr_t heapprof__range_base;
-extern uintptr_t heapprof__range_span;
+extern HP_HIDDEN uintptr_t heapprof__range_base;
+extern HP_HIDDEN uintptr_t heapprof__range_span;
 
 HP_INLINE bool
 heapprof__range_owns(const void *p)
@@ -179,6 +227,6 @@ int heapprof__snapshot_write(heapprof_write_fn *write, void *arg, int text);
 /* Warns once per `key` on stderr, with write(2): never stdio. */
 void heapprof__warn(const char *msg);
 /* Counters of things the profiler had to give up on. */
-extern _Atomic uint64_t heapprof__dropped_samples;
+extern HP_HIDDEN _Atomic uint64_t heapprof__dropped_samples;
 
 #endif

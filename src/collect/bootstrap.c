@@ -1,0 +1,176 @@
+/*
+ * bootstrap.c: finding the next allocator. Until dlsym(RTLD_NEXT) has
+ * resolved it (dlsym itself may call calloc), requests are served from the
+ * profiler's range with a "boot" header, which free ignores: they are few
+ * and tiny. The "next" function table starts out pointing at lazy_*
+ * functions that resolve on first use, so no entry point needs a NULL check.
+ *
+ * Also defines the thread state, which only the owning thread touches.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collect.h"
+
+__thread hp_tls heapprof__tls __attribute__((tls_model("initial-exec")));
+_Atomic uint64_t heapprof__dropped_samples;
+
+/* ------------------------------------------------------------- bootstrap */
+
+static _Atomic int resolve_state; /* 0 none, 1 in progress, 2 done */
+
+static void *
+boot_alloc(size_t size, size_t align, bool zero)
+{
+	if (!heapprof__range_span && heapprof__range_init() != 0)
+		return NULL;
+	void *p = heapprof__range_alloc(size, align < 16 ? 16 : align, zero);
+	if (p)
+		heapprof__range_obj(p)->magic = HP_BOOT_MAGIC;
+	return p;
+}
+
+static void *lazy_malloc(size_t n);
+static void lazy_free(void *p);
+static void *lazy_calloc(size_t n, size_t s);
+static void *lazy_realloc(void *p, size_t n);
+static int lazy_posix_memalign(void **pp, size_t a, size_t n);
+static void *lazy_aligned_alloc(size_t a, size_t n);
+static void *lazy_memalign(size_t a, size_t n);
+static void *lazy_valloc(size_t n);
+static void *lazy_pvalloc(size_t n);
+static size_t lazy_usable(void *p);
+
+/* Until resolution the "next" functions are these, so no entry point needs
+ * a NULL check. Written by resolve() only, before heapprof__ready. */
+hp_next heapprof__next = {
+	lazy_malloc, lazy_free, lazy_calloc, lazy_realloc, lazy_posix_memalign,
+	lazy_aligned_alloc, lazy_memalign, lazy_valloc, lazy_pvalloc, lazy_usable,
+};
+
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+
+static void *
+find(const char *name, void *fallback, void *self)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	/* Statically linked into a program whose libc is not next in line,
+	 * dlsym may find nothing, or ourselves. */
+	return f && f != self ? f : fallback;
+}
+
+void
+heapprof__interpose_resolve(void)
+{
+	int expect = 0;
+	if (!atomic_compare_exchange_strong(&resolve_state, &expect, 1))
+		return; /* done, or in progress (dlsym re-entering us) */
+	int saved = errno;
+	if (!heapprof__range_span)
+		heapprof__range_init();
+	hp_next n;
+	n.malloc = find("malloc", (void *)__libc_malloc, (void *)malloc);
+	n.free = find("free", (void *)__libc_free, (void *)free);
+	n.calloc = find("calloc", (void *)__libc_calloc, (void *)calloc);
+	n.realloc = find("realloc", (void *)__libc_realloc, (void *)realloc);
+	n.posix_memalign = find("posix_memalign", NULL, (void *)posix_memalign);
+	n.aligned_alloc = find("aligned_alloc", (void *)__libc_memalign,
+	                       (void *)aligned_alloc);
+	n.memalign = find("memalign", (void *)__libc_memalign, (void *)memalign);
+	n.valloc = find("valloc", (void *)__libc_valloc, (void *)valloc);
+	n.pvalloc = find("pvalloc", (void *)__libc_pvalloc, (void *)pvalloc);
+	n.malloc_usable_size = find("malloc_usable_size", NULL,
+	                            (void *)malloc_usable_size);
+	if (!n.posix_memalign || !n.malloc_usable_size) {
+		/* No libc to forward to: nothing sane is possible. */
+		static const char m[] = "heapprof: cannot find the next allocator\n";
+		ssize_t w = write(2, m, sizeof(m) - 1);
+		(void)w;
+		abort();
+	}
+	heapprof__next = n;
+	atomic_store_explicit(&resolve_state, 2, memory_order_release);
+	errno = saved;
+}
+
+static bool
+resolved(void)
+{
+	if (atomic_load_explicit(&resolve_state, memory_order_acquire) == 2)
+		return true;
+	heapprof__interpose_resolve();
+	return atomic_load_explicit(&resolve_state, memory_order_acquire) == 2;
+}
+
+static void *
+lazy_malloc(size_t n)
+{
+	return resolved() ? heapprof__next.malloc(n) : boot_alloc(n, 16, false);
+}
+static void
+lazy_free(void *p)
+{
+	if (p && resolved())
+		heapprof__next.free(p);
+}
+static void *
+lazy_calloc(size_t n, size_t s)
+{
+	size_t t;
+	if (resolved())
+		return heapprof__next.calloc(n, s);
+	if (__builtin_mul_overflow(n, s, &t)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return boot_alloc(t, 16, true);
+}
+static void *
+lazy_realloc(void *p, size_t n)
+{
+	return resolved() ? heapprof__next.realloc(p, n) : NULL;
+}
+static int
+lazy_posix_memalign(void **pp, size_t a, size_t n)
+{
+	if (resolved())
+		return heapprof__next.posix_memalign(pp, a, n);
+	*pp = boot_alloc(n, a, false);
+	return *pp ? 0 : ENOMEM;
+}
+static void *
+lazy_aligned_alloc(size_t a, size_t n)
+{
+	return resolved() ? heapprof__next.aligned_alloc(a, n) : boot_alloc(n, a, false);
+}
+static void *
+lazy_memalign(size_t a, size_t n)
+{
+	return resolved() ? heapprof__next.memalign(a, n) : boot_alloc(n, a, false);
+}
+static void *
+lazy_valloc(size_t n)
+{
+	return resolved() ? heapprof__next.valloc(n) : boot_alloc(n, 4096, false);
+}
+static void *
+lazy_pvalloc(size_t n)
+{
+	return resolved() ? heapprof__next.pvalloc(n) : boot_alloc(n, 4096, false);
+}
+static size_t
+lazy_usable(void *p)
+{
+	return resolved() ? heapprof__next.malloc_usable_size(p) : 0;
+}
+

@@ -1,0 +1,293 @@
+/*
+ * slowpath.c: everything an interposed call does beyond its fast path:
+ * deciding that an allocation is a sample and drawing the next distance,
+ * serving a sampled allocation from the profiler's range and recording it
+ * in its bucket, and the free / realloc / usable-size of pointers in the
+ * range.
+ *
+ * Each heapprof__slow_* function is tail-called by its entry point
+ * (interpose.c), so its own return address is the program's call site: the
+ * first frame of the recorded stack. If the compiler did not make the tail
+ * call (unoptimised builds), the return address lies in the entry-point
+ * section and one more frame is skipped.
+ *
+ * If a sample cannot be recorded (range exhausted, profiler memory
+ * exhausted) the allocation is forwarded unsampled and counted in
+ * heapprof__dropped_samples: the program's allocation never fails because
+ * of the profiler. errno is preserved across everything done here.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collect.h"
+
+/* The program's return address, and whether one more frame must go. */
+#define CALLER(ra, extra)                                                      \
+	do {                                                                   \
+		ra = (uintptr_t)__builtin_return_address(0);                   \
+		extra = ra >= (uintptr_t)__start_heapprof_entry &&             \
+		        ra < (uintptr_t)__stop_heapprof_entry;                 \
+	} while (0)
+
+/* The byte counter crossed zero. Decides whether this allocation is a
+ * sample and draws the next distance. */
+static bool
+sample_decide(hp_tls *t)
+{
+	if (t->busy || !atomic_load_explicit(&heapprof__ready, memory_order_acquire))
+		return false; /* counter unchanged: decide again next time */
+	int64_t rate = atomic_load_explicit(&heapprof__cfg.rate,
+	                                    memory_order_relaxed);
+	t->left = heapprof__sampler_next(t, rate);
+	return rate > 0;
+}
+
+/* Serves a sampled allocation from the range and records it. NULL: could
+ * not (the caller forwards the request unsampled). */
+static HP_NOINLINE void *
+sampled_alloc(hp_tls *t, size_t size, size_t align, bool zero, uintptr_t ra,
+              int extra)
+{
+	if (size > heapprof__range_span / 4)
+		return NULL; /* fails in the next allocator too, or is unmappable here */
+	int saved = errno;
+	t->busy++;
+	void *p = heapprof__range_alloc(size, align, zero);
+	if (p) {
+		uint64_t stack[HP_MAX_DEPTH + 1];
+		int d = heapprof__stack_capture(t, ra, stack,
+		                                heapprof__cfg.depth + extra);
+		hp_bucket *b = heapprof__bucket_get(stack + (d > extra ? extra : 0),
+		                                    d > extra ? d - extra : d, size);
+		if (b) {
+			atomic_fetch_add_explicit(&b->alloc_objects, 1,
+			                          memory_order_relaxed);
+			atomic_fetch_add_explicit(&b->alloc_bytes, (int64_t)size,
+			                          memory_order_relaxed);
+			heapprof__range_obj(p)->bucket = b;
+		} else {
+			heapprof__range_free(heapprof__range_obj(p));
+			p = NULL;
+		}
+	}
+	if (!p)
+		atomic_fetch_add_explicit(&heapprof__dropped_samples, 1,
+		                          memory_order_relaxed);
+	t->busy--;
+	errno = saved;
+	return p;
+}
+
+void
+heapprof__slow_free(void *p)
+{
+	hp_obj *o = heapprof__range_obj(p);
+	if (o->magic != HP_OBJ_MAGIC) {
+		if (o->magic != HP_BOOT_MAGIC)
+			heapprof__warn("free() of an invalid or already freed pointer "
+			               "in the profiler's range: ignored");
+		return;
+	}
+	int saved = errno;
+	hp_bucket *b = o->bucket;
+	atomic_fetch_add_explicit(&b->free_objects, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&b->free_bytes, (int64_t)o->size,
+	                          memory_order_relaxed);
+	heapprof__range_free(o);
+	errno = saved;
+}
+
+size_t
+heapprof__slow_usable_size(void *p)
+{
+	hp_obj *o = heapprof__range_obj(p);
+	return o->magic == HP_OBJ_MAGIC || o->magic == HP_BOOT_MAGIC ? o->size : 0;
+}
+
+static void *
+malloc_at(hp_tls *t, size_t n, uintptr_t ra, int extra)
+{
+	if (heapprof__fast(t, heapprof__weight(n)))
+		return heapprof__next.malloc(n);
+	if (sample_decide(t)) {
+		void *p = sampled_alloc(t, n, 16, false, ra, extra);
+		if (p)
+			return p;
+	}
+	return heapprof__next.malloc(n);
+}
+
+void *
+heapprof__slow_malloc(size_t n)
+{
+	uintptr_t ra;
+	int extra;
+	CALLER(ra, extra);
+	hp_tls *t = &heapprof__tls;
+	if (sample_decide(t)) {
+		void *p = sampled_alloc(t, n, 16, false, ra, extra);
+		if (p)
+			return p;
+	}
+	return heapprof__next.malloc(n);
+}
+
+void *
+heapprof__slow_calloc(size_t n, size_t size)
+{
+	uintptr_t ra;
+	int extra;
+	CALLER(ra, extra);
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total))
+		return heapprof__next.calloc(n, size); /* ENOMEM, as glibc */
+	hp_tls *t = &heapprof__tls;
+	if (sample_decide(t)) {
+		void *p = sampled_alloc(t, total, 16, true, ra, extra);
+		if (p)
+			return p;
+	}
+	return heapprof__next.calloc(n, size);
+}
+
+/* realloc of a pointer from the range: a sampled free plus a (possibly
+ * sampled) allocation plus a copy. */
+static void *
+realloc_owned(hp_tls *t, void *p, size_t n, uintptr_t ra, int extra)
+{
+	hp_obj *o = heapprof__range_obj(p);
+	if (o->magic != HP_OBJ_MAGIC && o->magic != HP_BOOT_MAGIC) {
+		heapprof__warn("realloc() of an invalid or freed pointer in the "
+		               "profiler's range");
+		errno = EINVAL;
+		return NULL;
+	}
+	if (n == 0) { /* glibc: realloc(p, 0) frees p and returns NULL */
+		heapprof__slow_free(p);
+		return NULL;
+	}
+	void *q = malloc_at(t, n, ra, extra);
+	if (!q)
+		return NULL; /* errno is ENOMEM; p is untouched */
+	memcpy(q, p, o->size < n ? o->size : n);
+	heapprof__slow_free(p);
+	return q;
+}
+
+void *
+heapprof__slow_realloc(void *p, size_t n)
+{
+	uintptr_t ra;
+	int extra;
+	CALLER(ra, extra);
+	hp_tls *t = &heapprof__tls;
+	if (heapprof__range_owns(p))
+		return realloc_owned(t, p, n, ra, extra);
+	if (!p)
+		return malloc_at(t, n, ra, extra);
+	if (n == 0)
+		return heapprof__next.realloc(p, n); /* frees p */
+	if (sample_decide(t)) {
+		/* The new block is a sample: move the data into the range. */
+		void *q = sampled_alloc(t, n, 16, false, ra, extra);
+		if (q) {
+			size_t old = heapprof__next.malloc_usable_size(p);
+			memcpy(q, p, old < n ? old : n);
+			heapprof__next.free(p);
+			return q;
+		}
+	}
+	return heapprof__next.realloc(p, n);
+}
+
+HP_INLINE bool
+pow2(size_t a)
+{
+	return a && !(a & (a - 1));
+}
+
+int
+heapprof__slow_posix_memalign(void **pp, size_t align, size_t n)
+{
+	uintptr_t ra;
+	int extra;
+	CALLER(ra, extra);
+	hp_tls *t = &heapprof__tls;
+	/* Invalid alignments go to the next allocator, which reports them. */
+	if (pow2(align) && align % sizeof(void *) == 0 && sample_decide(t)) {
+		void *p = sampled_alloc(t, n, align < 16 ? 16 : align, false, ra,
+		                        extra);
+		if (p) {
+			*pp = p;
+			return 0;
+		}
+	}
+	return heapprof__next.posix_memalign(pp, align, n);
+}
+
+void *
+heapprof__slow_aligned_alloc(size_t align, size_t n)
+{
+	uintptr_t ra;
+	int extra;
+	CALLER(ra, extra);
+	hp_tls *t = &heapprof__tls;
+	if (pow2(align) && sample_decide(t)) {
+		void *p = sampled_alloc(t, n, align < 16 ? 16 : align, false, ra,
+		                        extra);
+		if (p)
+			return p;
+	}
+	return heapprof__next.aligned_alloc(align, n);
+}
+
+void *
+heapprof__slow_memalign(size_t align, size_t n)
+{
+	uintptr_t ra;
+	int extra;
+	CALLER(ra, extra);
+	hp_tls *t = &heapprof__tls;
+	if (pow2(align) && sample_decide(t)) {
+		void *p = sampled_alloc(t, n, align < 16 ? 16 : align, false, ra,
+		                        extra);
+		if (p)
+			return p;
+	}
+	return heapprof__next.memalign(align, n);
+}
+
+void *
+heapprof__slow_valloc(size_t n)
+{
+	uintptr_t ra;
+	int extra;
+	CALLER(ra, extra);
+	hp_tls *t = &heapprof__tls;
+	if (sample_decide(t)) {
+		void *p = sampled_alloc(t, n, (size_t)getpagesize(), false, ra,
+		                        extra);
+		if (p)
+			return p;
+	}
+	return heapprof__next.valloc(n);
+}
+
+void *
+heapprof__slow_pvalloc(size_t n)
+{
+	uintptr_t ra;
+	int extra;
+	CALLER(ra, extra);
+	hp_tls *t = &heapprof__tls;
+	size_t pg = (size_t)getpagesize();
+	/* pvalloc rounds the block up to whole pages; the program asked for
+	 * n bytes, which is what is recorded. */
+	if (n <= SIZE_MAX - pg && sample_decide(t)) {
+		void *p = sampled_alloc(t, n, pg, false, ra, extra);
+		if (p)
+			return p;
+	}
+	return heapprof__next.pvalloc(n);
+}
