@@ -30,7 +30,7 @@
 #include "collect.h"
 
 #define NCLASS 40
-#define MADVISE_CLASS 4 /* runs of >= 16 pages give memory back on free */
+#define MADVISE_CLASS 8 /* runs of >= 1 MiB give memory back on free */
 #define COMMIT_STEP ((size_t)1 << 20)
 
 uintptr_t heapprof__range_base;
