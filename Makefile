@@ -56,8 +56,8 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -c $< -o $@
 
-$(B)/libheapprof.so: $(LIB_OBJ)
-	$(CC) -shared -Wl,-z,nodelete -o $@ $^ $(LIBS)
+$(B)/libheapprof.so: $(LIB_OBJ) src/collect/exports.map
+	$(CC) -shared -Wl,-z,nodelete -Wl,--version-script=src/collect/exports.map -o $@ $(LIB_OBJ) $(LIBS)
 
 $(B)/libheapprof.a: $(LIB_OBJ)
 	@rm -f $@

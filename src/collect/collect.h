@@ -65,7 +65,7 @@ extern HP_HIDDEN _Atomic int heapprof__ready;
  * slow path can tell whether its return address is the program's (it was
  * tail-called, the normal case) or an entry point's (it was not). */
 #define HP_ENTRY __attribute__((section("heapprof_entry"), visibility("default")))
-extern const char __start_heapprof_entry[], __stop_heapprof_entry[];
+extern HP_HIDDEN const char __start_heapprof_entry[], __stop_heapprof_entry[];
 
 /* The next allocator's functions (glibc's, or another preloaded one). */
 typedef struct hp_next {

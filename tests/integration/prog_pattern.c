@@ -200,20 +200,25 @@ contract(void)
 	/* Failures look exactly as without the profiler. */
 	/* volatile: keep the compiler from flagging the sizes we mean. */
 	volatile size_t huge = SIZE_MAX - 4096, half = SIZE_MAX / 2;
+	/* Called through volatile pointers: compilers may fold a failing
+	 * malloc whose result is only compared with NULL. */
+	void *(*volatile vmalloc)(size_t) = malloc;
+	void *(*volatile vcalloc)(size_t, size_t) = calloc;
+	void *(*volatile vreallocarray)(void *, size_t, size_t) = reallocarray;
 	errno = 0;
-	void *p = malloc(huge);
+	void *p = vmalloc(huge);
 	if (p || errno != ENOMEM) {
 		fprintf(stderr, "huge malloc: %p errno %d\n", p, errno);
 		bad = 1;
 	}
 	errno = 0;
-	p = calloc(half, 3);
+	p = vcalloc(half, 3);
 	if (p || errno != ENOMEM) {
 		fprintf(stderr, "overflowing calloc: %p errno %d\n", p, errno);
 		bad = 1;
 	}
 	errno = 0;
-	p = reallocarray(NULL, half, 3);
+	p = vreallocarray(NULL, half, 3);
 	if (p || errno != ENOMEM) {
 		fprintf(stderr, "overflowing reallocarray: %p errno %d\n", p, errno);
 		bad = 1;

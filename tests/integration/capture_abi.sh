@@ -1,0 +1,39 @@
+#!/bin/sh
+# The preload library's shape: it exports only the malloc family and the
+# heapprof_ API; its thread state is initial-exec TLS (a TPOFF relocation,
+# no __tls_get_addr, which may allocate); libunwind is not a link-time
+# dependency (it is dlopen'ed RTLD_LOCAL, so its _Unwind_* symbols never
+# replace libgcc's in the host); and the malloc/free fast paths set up no
+# stack frame and end in jumps.
+. "$(dirname "$0")/lib.sh"
+need_lib capture_abi
+if ! command -v readelf >/dev/null || ! command -v objdump >/dev/null; then
+	skip capture_abi "binutils not installed"
+	exit 0
+fi
+allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|heapprof_[a-z_]+)$'
+bad=$(nm -D --defined-only "$LIB" | awk '{print $3}' | grep -Ev "$allowed")
+if [ -z "$bad" ]; then pass abi.exports; else fail abi.exports "unexpected exports: $bad"; fi
+for f in malloc free calloc realloc posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size reallocarray; do
+	nm -D --defined-only "$LIB" | awk '{print $3}' | grep -qx "$f" || { fail "abi.exports.$f" "missing"; }
+done
+if readelf -r "$LIB" | grep -q 'R_X86_64_TPOFF64' && ! readelf -r "$LIB" | grep -q 'DTPMOD64' &&
+	! readelf -r "$LIB" | grep -q '__tls_get_addr'; then
+	pass abi.initial_exec_tls
+else
+	fail abi.initial_exec_tls "$(readelf -r "$LIB" | grep -i 'tpoff\|dtpmod\|tls_get')"
+fi
+if readelf -d "$LIB" | grep NEEDED | grep -q unwind; then
+	fail abi.no_libunwind_needed "libunwind is a NEEDED dependency"
+else
+	pass abi.no_libunwind_needed
+fi
+for f in malloc free; do
+	body=$(objdump -d --no-show-raw-insn "$LIB" | awk "/<$f>:/,/^\$/")
+	if echo "$body" | grep -q 'push\|call'; then
+		fail "abi.$f.fast_path_frameless" "$(echo "$body" | head -20)"
+	else
+		pass "abi.$f.fast_path_frameless"
+	fi
+done
+exit $FAILED
