@@ -1,8 +1,9 @@
 /*
  * pprof_dec.c: the streaming profile.proto decoder (see pprof_dec.h): the
- * index pass, CheckValid-equivalent validation, id tables, and the sample,
- * location, function and mapping decoders. Gzip input is inflated by
- * pprof_inflate.c into the decoder's reusable buffer.
+ * index pass, header validation, id tables, and the sample decoder.
+ * Location/function/mapping records and their validation are in
+ * pprof_rec.c; gzip input is inflated by pprof_inflate.c into the
+ * decoder's reusable buffer.
  */
 #include <errno.h>
 #include <string.h>
@@ -11,11 +12,12 @@
 #include "pprof_dec.h"
 #include "gz.h"
 #include "pprof_inflate.h"
+#include "pprof_int.h"
 
 /* ------------------------------------------------------------ helpers */
 
-static int
-grow(pprof_dec *d, void *pp, size_t *cap, size_t need, size_t elem)
+int
+heapprof__pprof_grow(pprof_dec *d, void *pp, size_t *cap, size_t need, size_t elem)
 {
 	void **p = pp;
 	if (HP_LIKELY(need <= *cap))
@@ -34,8 +36,8 @@ grow(pprof_dec *d, void *pp, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static void
-release(pprof_dec *d, void *pp, size_t bytes)
+void
+heapprof__pprof_release(pprof_dec *d, void *pp, size_t bytes)
 {
 	void **p = pp;
 	if (*p)
@@ -43,64 +45,7 @@ release(pprof_dec *d, void *pp, size_t bytes)
 	*p = NULL;
 }
 
-/* Varint, inlined; bounds checked once when 10 bytes are available. */
-HP_INLINE int
-rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
-{
-	const uint8_t *p = *pp;
-	if (HP_LIKELY(end - p >= 10)) {
-		uint64_t v = p[0];
-		if (v < 0x80) {
-			*out = v;
-			*pp = p + 1;
-			return 0;
-		}
-		v &= 0x7f;
-		for (int i = 1; i < 10; i++) {
-			uint64_t b = p[i];
-			v |= (b & 0x7f) << (7 * i);
-			if (b < 0x80) {
-				if (i == 9 && b > 1)
-					return HEAPPROF_EVARINT;
-				*out = v;
-				*pp = p + i + 1;
-				return 0;
-			}
-		}
-		return HEAPPROF_EVARINT;
-	}
-	pb_reader r = {p, end};
-	int rc = heapprof__pb_read_varint(&r, out);
-	*pp = r.p;
-	return rc;
-}
-
-/* A string index field: must fit 32 bits (negative int64 does not). */
-HP_INLINE int
-str_idx(uint64_t v, uint32_t *out)
-{
-	if (v > UINT32_MAX)
-		return HEAPPROF_EINDEX;
-	*out = (uint32_t)v;
-	return 0;
-}
-
-HP_INLINE int
-want(const pb_field *f, int wire)
-{
-	return f->wire == wire ? 0 : HEAPPROF_EWIRETYPE;
-}
-
 /* ------------------------------------------------------------ id maps */
-
-HP_INLINE size_t
-id_hash(uint64_t id)
-{
-	id ^= id >> 33;
-	id *= 0xff51afd7ed558ccdULL;
-	id ^= id >> 29;
-	return (size_t)id;
-}
 
 static int
 idmap_build(pprof_dec *d, pprof_idmap *m, const pprof_rec *recs, size_t n)
@@ -157,27 +102,6 @@ idmap_build(pprof_dec *d, pprof_idmap *m, const pprof_rec *recs, size_t n)
 	return 0;
 }
 
-HP_INLINE long
-idmap_find(const pprof_idmap *m, const pprof_rec *recs, uint64_t id)
-{
-	if (m->dense) {
-		if (id == 0 || id >= m->used)
-			return -1;
-		return (long)m->slots[id] - 1;
-	}
-	if (id == 0 || m->used == 0)
-		return -1;
-	size_t mask = m->used - 1;
-	size_t h = id_hash(id) & mask;
-	while (m->slots[h]) {
-		uint32_t i = m->slots[h] - 1;
-		if (recs[i].id == id)
-			return (long)i;
-		h = (h + 1) & mask;
-	}
-	return -1;
-}
-
 long
 heapprof__pprof_find_location(const pprof_dec *d, uint64_t id)
 {
@@ -210,22 +134,22 @@ heapprof__pprof_dec_init(pprof_dec *d, pb_realloc_fn *rf, void *rctx)
 void
 heapprof__pprof_dec_free(pprof_dec *d)
 {
-	release(d, &d->str.off, d->str.cap * sizeof(uint32_t));
-	release(d, &d->str.len, d->str.cap * sizeof(uint32_t));
-	release(d, &d->types, d->types_cap * sizeof(*d->types));
-	release(d, &d->comments, d->comments_cap * sizeof(*d->comments));
-	release(d, &d->locs, d->locs_cap * sizeof(*d->locs));
-	release(d, &d->loc_addr, d->locs_cap * sizeof(*d->loc_addr));
-	release(d, &d->funcs, d->funcs_cap * sizeof(*d->funcs));
-	release(d, &d->maps, d->maps_cap * sizeof(*d->maps));
-	release(d, &d->loc_ids.slots, d->loc_ids.nslots * sizeof(uint32_t));
-	release(d, &d->func_ids.slots, d->func_ids.nslots * sizeof(uint32_t));
-	release(d, &d->map_ids.slots, d->map_ids.nslots * sizeof(uint32_t));
-	release(d, &d->s_locs, d->s_locs_cap * sizeof(*d->s_locs));
-	release(d, &d->s_lidx, d->s_locs_cap * sizeof(*d->s_lidx));
-	release(d, &d->s_vals, d->s_vals_cap * sizeof(*d->s_vals));
-	release(d, &d->s_labels, d->s_labels_cap * sizeof(*d->s_labels));
-	release(d, &d->l_lines, d->l_lines_cap * sizeof(*d->l_lines));
+	heapprof__pprof_release(d, &d->str.off, d->str.cap * sizeof(uint32_t));
+	heapprof__pprof_release(d, &d->str.len, d->str.cap * sizeof(uint32_t));
+	heapprof__pprof_release(d, &d->types, d->types_cap * sizeof(*d->types));
+	heapprof__pprof_release(d, &d->comments, d->comments_cap * sizeof(*d->comments));
+	heapprof__pprof_release(d, &d->locs, d->locs_cap * sizeof(*d->locs));
+	heapprof__pprof_release(d, &d->loc_addr, d->locs_cap * sizeof(*d->loc_addr));
+	heapprof__pprof_release(d, &d->funcs, d->funcs_cap * sizeof(*d->funcs));
+	heapprof__pprof_release(d, &d->maps, d->maps_cap * sizeof(*d->maps));
+	heapprof__pprof_release(d, &d->loc_ids.slots, d->loc_ids.nslots * sizeof(uint32_t));
+	heapprof__pprof_release(d, &d->func_ids.slots, d->func_ids.nslots * sizeof(uint32_t));
+	heapprof__pprof_release(d, &d->map_ids.slots, d->map_ids.nslots * sizeof(uint32_t));
+	heapprof__pprof_release(d, &d->s_locs, d->s_locs_cap * sizeof(*d->s_locs));
+	heapprof__pprof_release(d, &d->s_lidx, d->s_locs_cap * sizeof(*d->s_lidx));
+	heapprof__pprof_release(d, &d->s_vals, d->s_vals_cap * sizeof(*d->s_vals));
+	heapprof__pprof_release(d, &d->s_labels, d->s_labels_cap * sizeof(*d->s_labels));
+	heapprof__pprof_release(d, &d->l_lines, d->l_lines_cap * sizeof(*d->l_lines));
 	heapprof__pprof_inflate_free(d);
 	pb_realloc_fn *rf = d->realloc_fn;
 	void *rctx = d->realloc_ctx;
@@ -254,7 +178,8 @@ clear_profile(pprof_dec *d)
 /* ------------------------------------------------------------ index pass */
 
 static int
-parse_value_type(const pb_field *f, pprof_value_type *vt)
+parse_value_type(const uint8_t *hard, const pb_field *f,
+                 pprof_value_type *vt)
 {
 	HP_TRY(want(f, PB_LEN));
 	pb_reader r;
@@ -262,7 +187,7 @@ parse_value_type(const pb_field *f, pprof_value_type *vt)
 	heapprof__pb_reader_init(&r, f->data, f->len);
 	vt->type = vt->unit = 0;
 	while (heapprof__pb_more(&r)) {
-		HP_TRY(heapprof__pb_next(&r, &g));
+		HP_TRY(fnext(&r, hard, &g));
 		if (g.num == 1 || g.num == 2) {
 			HP_TRY(want(&g, PB_VARINT));
 			HP_TRY(str_idx(g.v, g.num == 1 ? &vt->type : &vt->unit));
@@ -273,7 +198,8 @@ parse_value_type(const pb_field *f, pprof_value_type *vt)
 
 /* Id (field 1) and, for locations, address (field 3) of a message. */
 static int
-parse_id(const pb_field *f, uint64_t *id, uint64_t *addr)
+parse_id(const uint8_t *hard, const pb_field *f, uint64_t *id,
+         uint64_t *addr)
 {
 	HP_TRY(want(f, PB_LEN));
 	pb_reader r;
@@ -283,7 +209,7 @@ parse_id(const pb_field *f, uint64_t *id, uint64_t *addr)
 	if (addr)
 		*addr = 0;
 	while (heapprof__pb_more(&r)) {
-		HP_TRY(heapprof__pb_next(&r, &g));
+		HP_TRY(fnext(&r, hard, &g));
 		if (g.num == 1) {
 			HP_TRY(want(&g, PB_VARINT));
 			*id = g.v;
@@ -300,14 +226,14 @@ push_rec(pprof_dec *d, pprof_rec **recs, size_t *n, size_t *cap,
          const pb_field *f, bool is_loc)
 {
 	uint64_t id, addr;
-	HP_TRY(parse_id(f, &id, is_loc ? &addr : NULL));
+	HP_TRY(parse_id(d->buf + d->len, f, &id, is_loc ? &addr : NULL));
 	if (*n + 1 > *cap) {
 		/* locs and loc_addr share locs_cap; the cap only moves once
 		 * both have grown (same doubling policy, same result). */
 		size_t c = *cap, c2 = *cap;
-		HP_TRY(grow(d, recs, &c, *n + 1, sizeof(pprof_rec)));
+		HP_TRY(heapprof__pprof_grow(d, recs, &c, *n + 1, sizeof(pprof_rec)));
 		if (is_loc)
-			HP_TRY(grow(d, &d->loc_addr, &c2, *n + 1,
+			HP_TRY(heapprof__pprof_grow(d, &d->loc_addr, &c2, *n + 1,
 			            sizeof(uint64_t)));
 		*cap = c;
 	}
@@ -330,12 +256,12 @@ index_pass(pprof_dec *d)
 	heapprof__pb_reader_init(&r, d->buf, d->len);
 	while (heapprof__pb_more(&r)) {
 		uint32_t at = (uint32_t)(r.p - d->buf);
-		HP_TRY(heapprof__pb_next(&r, &f));
+		HP_TRY(fnext(&r, d->buf + d->len, &f));
 		switch (f.num) {
 		case PPROF_SAMPLE_TYPE:
-			HP_TRY(grow(d, &d->types, &d->types_cap, d->ntypes + 1,
+			HP_TRY(heapprof__pprof_grow(d, &d->types, &d->types_cap, d->ntypes + 1,
 			            sizeof(*d->types)));
-			HP_TRY(parse_value_type(&f, &d->types[d->ntypes]));
+			HP_TRY(parse_value_type(d->buf + d->len, &f, &d->types[d->ntypes]));
 			d->ntypes++;
 			break;
 		case PPROF_SAMPLE:
@@ -363,9 +289,9 @@ index_pass(pprof_dec *d)
 				return HEAPPROF_ESTRING0;
 			if (d->nstrings + 1 > d->str.cap) {
 				size_t c = d->str.cap, c2 = d->str.cap;
-				HP_TRY(grow(d, &d->str.off, &c, d->nstrings + 1,
+				HP_TRY(heapprof__pprof_grow(d, &d->str.off, &c, d->nstrings + 1,
 				            sizeof(uint32_t)));
-				HP_TRY(grow(d, &d->str.len, &c2, d->nstrings + 1,
+				HP_TRY(heapprof__pprof_grow(d, &d->str.len, &c2, d->nstrings + 1,
 				            sizeof(uint32_t)));
 				d->str.cap = c;
 			}
@@ -404,7 +330,7 @@ index_pass(pprof_dec *d)
 			d->period = (int64_t)f.v;
 			break;
 		case PPROF_PERIOD_TYPE:
-			HP_TRY(parse_value_type(&f, &d->period_type));
+			HP_TRY(parse_value_type(d->buf + d->len, &f, &d->period_type));
 			break;
 		case PPROF_COMMENT: {
 			pb_packed it;
@@ -412,7 +338,7 @@ index_pass(pprof_dec *d)
 			int rc;
 			HP_TRY(heapprof__pb_packed_start(&it, &f));
 			while ((rc = heapprof__pb_packed_next(&it, &v)) == 0) {
-				HP_TRY(grow(d, &d->comments, &d->comments_cap,
+				HP_TRY(heapprof__pprof_grow(d, &d->comments, &d->comments_cap,
 				            d->ncomments + 1, sizeof(uint32_t)));
 				HP_TRY(str_idx(v, &d->comments[d->ncomments]));
 				d->ncomments++;
@@ -459,29 +385,7 @@ validate(pprof_dec *d)
 	HP_TRY(idmap_build(d, &d->map_ids, d->maps, d->nmaps));
 	HP_TRY(idmap_build(d, &d->func_ids, d->funcs, d->nfuncs));
 	HP_TRY(idmap_build(d, &d->loc_ids, d->locs, d->nlocs));
-	for (size_t i = 0; i < d->nmaps; i++) {
-		pprof_mapping m;
-		HP_TRY(heapprof__pprof_mapping(d, i, &m));
-		CHECK_STR(d, m.filename);
-		CHECK_STR(d, m.build_id);
-	}
-	for (size_t i = 0; i < d->nfuncs; i++) {
-		pprof_function fn;
-		HP_TRY(heapprof__pprof_function(d, i, &fn));
-		CHECK_STR(d, fn.name);
-		CHECK_STR(d, fn.system_name);
-		CHECK_STR(d, fn.filename);
-	}
-	for (size_t i = 0; i < d->nlocs; i++) {
-		pprof_location l;
-		HP_TRY(heapprof__pprof_location(d, i, &l));
-		/* An unresolved mapping_id is allowed (pprof leaves it nil);
-		 * a line must name a function that exists. */
-		for (size_t k = 0; k < l.nlines; k++)
-			if (heapprof__pprof_find_function(d, l.lines[k].function_id) < 0)
-				return HEAPPROF_EID;
-	}
-	return 0;
+	return heapprof__pprof_validate_records(d);
 }
 
 int
@@ -539,127 +443,6 @@ heapprof__pprof_string_eq(const pprof_dec *d, uint64_t i, const char *s)
 	return strlen(s) == n && memcmp(p, s, n) == 0;
 }
 
-int
-heapprof__pprof_location(pprof_dec *d, size_t i, pprof_location *out)
-{
-	const pprof_rec *rec = &d->locs[i];
-	pb_reader r, lr;
-	pb_field f, g;
-	size_t n = 0;
-	memset(out, 0, sizeof(*out));
-	out->raw = d->buf + rec->off;
-	out->raw_len = rec->len;
-	heapprof__pb_reader_init(&r, out->raw, rec->len);
-	while (heapprof__pb_more(&r)) {
-		HP_TRY(heapprof__pb_next(&r, &f));
-		switch (f.num) {
-		case 1:
-		case 2:
-		case 3:
-		case 5:
-			HP_TRY(want(&f, PB_VARINT));
-			if (f.num == 1)
-				out->id = f.v;
-			else if (f.num == 2)
-				out->mapping_id = f.v;
-			else if (f.num == 3)
-				out->address = f.v;
-			else
-				out->is_folded = f.v != 0;
-			break;
-		case 4: {
-			HP_TRY(want(&f, PB_LEN));
-			HP_TRY(grow(d, &d->l_lines, &d->l_lines_cap, n + 1,
-			            sizeof(pprof_line)));
-			pprof_line *ln = &d->l_lines[n++];
-			memset(ln, 0, sizeof(*ln));
-			heapprof__pb_reader_init(&lr, f.data, f.len);
-			while (heapprof__pb_more(&lr)) {
-				HP_TRY(heapprof__pb_next(&lr, &g));
-				if (g.num < 1 || g.num > 3)
-					continue;
-				HP_TRY(want(&g, PB_VARINT));
-				if (g.num == 1)
-					ln->function_id = g.v;
-				else if (g.num == 2)
-					ln->line = (int64_t)g.v;
-				else
-					ln->column = (int64_t)g.v;
-			}
-			break;
-		}
-		default:
-			break;
-		}
-	}
-	out->lines = d->l_lines;
-	out->nlines = n;
-	return 0;
-}
-
-int
-heapprof__pprof_function(const pprof_dec *d, size_t i, pprof_function *out)
-{
-	const pprof_rec *rec = &d->funcs[i];
-	pb_reader r;
-	pb_field f;
-	memset(out, 0, sizeof(*out));
-	heapprof__pb_reader_init(&r, d->buf + rec->off, rec->len);
-	while (heapprof__pb_more(&r)) {
-		HP_TRY(heapprof__pb_next(&r, &f));
-		if (f.num < 1 || f.num > 5)
-			continue;
-		HP_TRY(want(&f, PB_VARINT));
-		switch (f.num) {
-		case 1:
-			out->id = f.v;
-			break;
-		case 2:
-			HP_TRY(str_idx(f.v, &out->name));
-			break;
-		case 3:
-			HP_TRY(str_idx(f.v, &out->system_name));
-			break;
-		case 4:
-			HP_TRY(str_idx(f.v, &out->filename));
-			break;
-		default:
-			out->start_line = (int64_t)f.v;
-			break;
-		}
-	}
-	return 0;
-}
-
-int
-heapprof__pprof_mapping(const pprof_dec *d, size_t i, pprof_mapping *out)
-{
-	const pprof_rec *rec = &d->maps[i];
-	pb_reader r;
-	pb_field f;
-	memset(out, 0, sizeof(*out));
-	heapprof__pb_reader_init(&r, d->buf + rec->off, rec->len);
-	while (heapprof__pb_more(&r)) {
-		HP_TRY(heapprof__pb_next(&r, &f));
-		if (f.num < 1 || f.num > 10)
-			continue;
-		HP_TRY(want(&f, PB_VARINT));
-		switch (f.num) {
-		case 1: out->id = f.v; break;
-		case 2: out->memory_start = f.v; break;
-		case 3: out->memory_limit = f.v; break;
-		case 4: out->file_offset = f.v; break;
-		case 5: HP_TRY(str_idx(f.v, &out->filename)); break;
-		case 6: HP_TRY(str_idx(f.v, &out->build_id)); break;
-		case 7: out->has_functions = f.v != 0; break;
-		case 8: out->has_filenames = f.v != 0; break;
-		case 9: out->has_line_numbers = f.v != 0; break;
-		default: out->has_inline_frames = f.v != 0; break;
-		}
-	}
-	return 0;
-}
-
 /* ------------------------------------------------------------ samples */
 
 /* Makes room for `need` location ids (s_locs and s_lidx share a cap). */
@@ -669,8 +452,8 @@ room_locs(pprof_dec *d, size_t need)
 	if (need <= d->s_locs_cap)
 		return 0;
 	size_t c = d->s_locs_cap, c2 = d->s_locs_cap;
-	HP_TRY(grow(d, &d->s_locs, &c, need, sizeof(uint64_t)));
-	HP_TRY(grow(d, &d->s_lidx, &c2, need, sizeof(uint32_t)));
+	HP_TRY(heapprof__pprof_grow(d, &d->s_locs, &c, need, sizeof(uint64_t)));
+	HP_TRY(heapprof__pprof_grow(d, &d->s_lidx, &c2, need, sizeof(uint32_t)));
 	d->s_locs_cap = c;
 	return 0;
 }
@@ -678,7 +461,7 @@ room_locs(pprof_dec *d, size_t need)
 static int
 room_vals(pprof_dec *d, size_t need)
 {
-	return grow(d, &d->s_vals, &d->s_vals_cap, need, sizeof(int64_t));
+	return heapprof__pprof_grow(d, &d->s_vals, &d->s_vals_cap, need, sizeof(int64_t));
 }
 
 /* Appends the varints of a packed or single field to arr[*n...]; the
@@ -690,6 +473,8 @@ read_repeated(const pb_field *f, uint64_t *arr, size_t *n, const uint8_t *hard)
 		arr[(*n)++] = f->v;
 		return 0;
 	}
+	if (f->len == 0)
+		return 0; /* f->data may be NULL: no pointer arithmetic on it */
 	const uint8_t *p = f->data, *e = f->data + f->len;
 	uint64_t *out = arr + *n;
 	/* Varints may be decoded against the end of the whole buffer (10
@@ -709,8 +494,10 @@ static int
 parse_label(const pprof_dec *d, const pb_field *f, pprof_label *lb)
 {
 	HP_TRY(want(f, PB_LEN));
-	const uint8_t *p = f->data, *e = f->data + f->len;
 	memset(lb, 0, sizeof(*lb));
+	if (f->len == 0)
+		return 0; /* empty label: all indexes 0; f->data may be NULL */
+	const uint8_t *p = f->data, *e = f->data + f->len;
 	while (p < e) {
 		uint8_t tag = *p;
 		uint32_t num;
@@ -784,7 +571,7 @@ decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
 			                     &nv, d->buf + d->len));
 			break;
 		case 3:
-			HP_TRY(grow(d, &d->s_labels, &d->s_labels_cap, nlab + 1,
+			HP_TRY(heapprof__pprof_grow(d, &d->s_labels, &d->s_labels_cap, nlab + 1,
 			            sizeof(pprof_label)));
 			HP_TRY(parse_label(d, &f, &d->s_labels[nlab]));
 			nlab++;
