@@ -64,6 +64,16 @@ TIMEIT=$ROOT/build/bench/timeit
 # library other people are editing).
 make -s build/bench/mbench build/bench/timeit build/bench/libshim.so >&2 || { echo "build failed" >&2; exit 1; }
 
+# Run from copies in $DIR/bin: another `make` or `make clean` in the same
+# checkout during the run must not change or delete what is being measured.
+mkdir -p "$DIR/bin"
+cp build/bench/mbench build/bench/timeit build/bench/libshim.so "$DIR/bin/" || exit 1
+MBENCH=$DIR/bin/mbench TIMEIT=$DIR/bin/timeit SHIM=$DIR/bin/libshim.so
+if [ -f "$HEAPPROF_LIB" ]; then
+	cp "$HEAPPROF_LIB" "$DIR/bin/libheapprof.so" && HEAPPROF_LIB=$DIR/bin/libheapprof.so
+	echo "heapprof library: sha256 $(sha256sum <"$HEAPPROF_LIB" | cut -c1-16), checkout $(git log -1 --format='%h %cd' --date=iso 2>/dev/null)" >>"$NOTES"
+fi
+
 # ---- what is available
 JEMALLOC=$(ldconfig -p 2>/dev/null | awk '/libjemalloc\.so\.2 .*x86-64/ {print $NF; exit}')
 [ -n "$JEMALLOC" ] || for f in /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /lib/x86_64-linux-gnu/libjemalloc.so.2; do
