@@ -98,6 +98,8 @@ typedef struct heapprof_record {
 	const uint64_t *stack; /* leaf first; addresses as pprof wants them
 	                        * (call sites: return address - 1) */
 	size_t depth;
+	int64_t object_size; /* size of every object of the record, for the
+	                      * "bytes" label; 0: alloc_bytes / alloc_objects */
 } heapprof_record;
 
 /* An executable mapping of the profiled process. */
@@ -123,9 +125,15 @@ typedef struct heapprof_heap_profile {
 	void *symbolize_arg;
 	const char *const *comments; /* may be NULL */
 	size_t ncomments;
+	const char *default_sample_type; /* e.g. "alloc_space"; NULL: none */
+	int64_t duration_nanos;          /* 0: not written */
 } heapprof_heap_profile;
 
-#define HEAPPROF_ENCODE_GZIP 1u /* gzip the output (pprof's default form) */
+#define HEAPPROF_ENCODE_GZIP 1u       /* gzip the output (pprof's default form) */
+#define HEAPPROF_ENCODE_INUSE_ONLY 2u /* write alloc_* as 0 (an in-use profile) */
+#define HEAPPROF_ENCODE_DROP_ZERO 4u  /* omit samples whose values are all 0 */
+/* Records may carry negative counts (differences of two snapshots): each
+ * pair is unsampled with its own average size, as pprof scales a delta. */
 
 /*! heapprof_encode_heap() :
  *  Encodes `p` as a pprof heap profile (alloc_objects, alloc_space,

@@ -35,9 +35,11 @@ enum {
 	P_FUNCTION = 5,
 	P_STRING_TABLE = 6,
 	P_TIME_NANOS = 9,
+	P_DURATION_NANOS = 10,
 	P_PERIOD_TYPE = 11,
 	P_PERIOD = 12,
 	P_COMMENT = 13,
+	P_DEFAULT_SAMPLE_TYPE = 14,
 };
 
 HP_EXPORT void
@@ -133,6 +135,7 @@ addr_map_slot(addr_map *m, uint64_t addr, size_t *slot, int *found)
 
 typedef struct enc {
 	const heapprof_heap_profile *p;
+	unsigned flags;
 	pb_writer w;
 	strtab st;
 	addr_map locs;
@@ -274,6 +277,17 @@ encode_body(enc *e)
 
 	for (size_t i = 0; i < p->nrecords; i++) {
 		const heapprof_record *r = &p->records[i];
+		int64_t v[4];
+		heapprof_scale_heap_sample(r->alloc_objects, r->alloc_bytes,
+		                           p->rate, &v[0], &v[1]);
+		heapprof_scale_heap_sample(r->alloc_objects - r->free_objects,
+		                           r->alloc_bytes - r->free_bytes, p->rate,
+		                           &v[2], &v[3]);
+		if (e->flags & HEAPPROF_ENCODE_INUSE_ONLY)
+			v[0] = v[1] = 0;
+		if ((e->flags & HEAPPROF_ENCODE_DROP_ZERO) && !v[0] && !v[1] &&
+		    !v[2] && !v[3])
+			continue;
 		if (r->depth > e->loc_buf_cap) {
 			size_t ncap = r->depth * 2;
 			uint64_t *nb = realloc(e->loc_buf, ncap * sizeof(*nb));
@@ -286,17 +300,12 @@ encode_body(enc *e)
 		 * that uses them, as Go writes them. */
 		for (size_t d = 0; d < r->depth; d++)
 			HP_TRY(location_id(e, r->stack[d], &e->loc_buf[d]));
-		int64_t v[4];
-		heapprof_scale_heap_sample(r->alloc_objects, r->alloc_bytes,
-		                           p->rate, &v[0], &v[1]);
-		heapprof_scale_heap_sample(r->alloc_objects - r->free_objects,
-		                           r->alloc_bytes - r->free_bytes, p->rate,
-		                           &v[2], &v[3]);
 		heapprof__pb_begin(&e->w, P_SAMPLE);
 		heapprof__pb_packed_u64(&e->w, 1, e->loc_buf, r->depth);
 		heapprof__pb_packed_i64(&e->w, 2, v, 4);
-		int64_t block = r->alloc_objects > 0
-		                    ? r->alloc_bytes / r->alloc_objects : 0;
+		int64_t block = r->object_size ? r->object_size
+		                : r->alloc_objects > 0 ? r->alloc_bytes / r->alloc_objects
+		                                       : 0;
 		if (block != 0) {
 			heapprof__pb_begin(&e->w, 3); /* Label{key, num} */
 			heapprof__pb_varint_field(&e->w, 1, s_label);
@@ -306,6 +315,7 @@ encode_body(enc *e)
 		heapprof__pb_end(&e->w);
 	}
 	heapprof__pb_uint_opt(&e->w, P_TIME_NANOS, (uint64_t)p->time_nanos);
+	heapprof__pb_uint_opt(&e->w, P_DURATION_NANOS, (uint64_t)p->duration_nanos);
 
 	for (size_t i = 0; i < p->nmappings; i++) {
 		const heapprof_mapping *m = &p->mappings[i];
@@ -328,6 +338,11 @@ encode_body(enc *e)
 		HP_TRY(intern(e, p->comments[i], &c));
 		heapprof__pb_varint_field(&e->w, P_COMMENT, c);
 	}
+	if (p->default_sample_type && *p->default_sample_type) {
+		uint32_t d;
+		HP_TRY(intern(e, p->default_sample_type, &d));
+		heapprof__pb_varint_field(&e->w, P_DEFAULT_SAMPLE_TYPE, d);
+	}
 	for (uint32_t i = 0; i < e->st.n; i++) {
 		size_t len;
 		const char *s = heapprof__strtab_get(&e->st, i, &len);
@@ -349,12 +364,13 @@ adapter_write(void *ctx, const uint8_t *p, size_t n)
 }
 
 int
-heapprof__encode_heap_to(const heapprof_heap_profile *p, pb_sink_fn *sink,
-                         void *sink_ctx)
+heapprof__encode_heap_to(const heapprof_heap_profile *p, unsigned flags,
+                         pb_sink_fn *sink, void *sink_ctx)
 {
 	enc e;
 	memset(&e, 0, sizeof(e));
 	e.p = p;
+	e.flags = flags;
 	if (p->nmappings) {
 		e.map_order = malloc(p->nmappings * sizeof(size_t));
 		if (!e.map_order)
@@ -387,14 +403,14 @@ heapprof_encode_heap(const heapprof_heap_profile *p, unsigned flags,
 		return -EINVAL;
 	struct sink_adapter a = {write, arg};
 	if (!(flags & HEAPPROF_ENCODE_GZIP))
-		return heapprof__encode_heap_to(p, adapter_write, &a);
+		return heapprof__encode_heap_to(p, flags, adapter_write, &a);
 	gz_writer *g = malloc(sizeof(*g));
 	if (!g)
 		return -ENOMEM;
 	int rc = heapprof__gz_writer_init(g, 1, adapter_write, &a, NULL, NULL,
 	                                  NULL);
 	if (rc == 0) {
-		rc = heapprof__encode_heap_to(p, heapprof__gz_write, g);
+		rc = heapprof__encode_heap_to(p, flags, heapprof__gz_write, g);
 		if (rc == 0)
 			rc = heapprof__gz_writer_finish(g);
 		else

@@ -9,7 +9,7 @@
 #include "pb.h"
 
 /* Encodes uncompressed profile.proto into `sink`. */
-int heapprof__encode_heap_to(const heapprof_heap_profile *p, pb_sink_fn *sink,
-                             void *sink_ctx);
+int heapprof__encode_heap_to(const heapprof_heap_profile *p, unsigned flags,
+                             pb_sink_fn *sink, void *sink_ctx);
 
 #endif

@@ -181,9 +181,9 @@ TEST(seed_002_vectors)
 	/* Go's MemProfileRecord is {AllocBytes, FreeBytes, AllocObjects,
 	 * FreeObjects}. */
 	heapprof_record recs[3] = {
-		{4, 4096, 1, 1024, s1, 2},
-		{1, 512 * 1024, 0, 0, s2, 2},
-		{1, 512 * 1024, 1, 512 * 1024, s3, 3},
+		{4, 4096, 1, 1024, s1, 2, 0},
+		{1, 512 * 1024, 0, 0, s2, 2, 0},
+		{1, 512 * 1024, 1, 512 * 1024, s3, 3, 0},
 	};
 	heapprof_heap_profile p = {0};
 	p.records = recs;
@@ -244,7 +244,7 @@ TEST(seed_002_vectors)
 TEST(gzip_roundtrip_and_symbols)
 {
 	uint64_t s1[] = {0x1010, 0x2020, 0x1010};
-	heapprof_record rec = {10, 1000, 5, 500, s1, 3};
+	heapprof_record rec = {10, 1000, 5, 500, s1, 3, 0};
 	heapprof_mapping m = {0x1000, 0x3000, 0, "/x", NULL};
 	heapprof_heap_profile p = {0};
 	p.records = &rec;
@@ -274,8 +274,8 @@ TEST(text_format)
 {
 	uint64_t s1[] = {0x401146, 0x401268}, s2[] = {0x401146};
 	heapprof_record recs[2] = {
-		{3, 3072, 2, 2048, s1, 2},
-		{4, 200, 2, 100, s2, 1},
+		{3, 3072, 2, 2048, s1, 2, 0},
+		{4, 200, 2, 100, s2, 1, 0},
 	};
 	heapprof_mapping m = {0x401000, 0x402000, 0x1000, "/abs/bin", NULL};
 	heapprof_heap_profile p = {0};
@@ -309,6 +309,61 @@ TEST(bad_arguments)
 	CHECK_EQ(heapprof_encode_heap_text(&p, out_write, &o), -22);
 }
 
+TEST(inuse_only_delta_and_header_fields)
+{
+	/* A delta record (negative in-use change) and one that ends up all
+	 * zero once alloc values are dropped. */
+	uint64_t s1[] = {0x1010}, s2[] = {0x1020}, s3[] = {0x1030};
+	heapprof_record recs[3] = {
+		{0, 0, 2, 200, s1, 1, 100},  /* only frees in the window */
+		{4, 400, 0, 0, s2, 1, 0},     /* allocations, still live */
+		{3, 300, 3, 300, s3, 1, 0},   /* allocated and freed */
+	};
+	heapprof_heap_profile p = {0};
+	p.records = recs;
+	p.nrecords = 3;
+	p.rate = 1;
+	p.default_sample_type = "alloc_space";
+	p.duration_nanos = 2000000000;
+	outbuf o = {0};
+	REQUIRE_OK(heapprof_encode_heap(&p, HEAPPROF_ENCODE_INUSE_ONLY |
+	                                        HEAPPROF_ENCODE_DROP_ZERO,
+	                                out_write, &o));
+	view v;
+	REQUIRE_OK(decode(o.p, o.len, &v));
+	REQUIRE(v.nsample == 2);
+	CHECK_EQ(v.s_vals[0][0], 0);
+	CHECK_EQ(v.s_vals[0][2], -2);
+	CHECK_EQ(v.s_vals[0][3], -200);
+	CHECK_EQ(v.s_label_num[0], 100); /* object_size when no allocs */
+	CHECK_EQ(v.s_vals[1][1], 0);
+	CHECK_EQ(v.s_vals[1][3], 400);
+	/* Only the locations of written samples are emitted. */
+	CHECK_EQ(v.nloc, 2);
+	/* duration (10) and default_sample_type (14) are present. */
+	pb_reader r;
+	pb_field f;
+	int64_t dur = 0;
+	uint64_t dflt = 0;
+	heapprof__pb_reader_init(&r, o.p, o.len);
+	while (heapprof__pb_more(&r) && heapprof__pb_next(&r, &f) == 0) {
+		if (f.num == 10)
+			dur = (int64_t)f.v;
+		if (f.num == 14)
+			dflt = f.v;
+	}
+	CHECK_EQ(dur, 2000000000);
+	CHECK(streq(&v, dflt, "alloc_space"));
+	free(o.p);
+	/* Without DROP_ZERO the third record stays, with zero in-use. */
+	memset(&o, 0, sizeof(o));
+	REQUIRE_OK(heapprof_encode_heap(&p, 0, out_write, &o));
+	REQUIRE_OK(decode(o.p, o.len, &v));
+	CHECK_EQ(v.nsample, 3);
+	CHECK_EQ(v.s_vals[2][0], 3);
+	free(o.p);
+}
+
 int
 main(void)
 {
@@ -317,5 +372,6 @@ main(void)
 	RUN(gzip_roundtrip_and_symbols);
 	RUN(text_format);
 	RUN(bad_arguments);
+	RUN(inuse_only_delta_and_header_fields);
 	TEST_MAIN_END();
 }
