@@ -2,9 +2,8 @@
  * cmd_top.c: `heapprof top`: the top functions of a profile by flat value,
  * printed as `go tool pprof -top` prints them (same header lines, columns,
  * units, percentages, node dropping below 0.5% of the total and ordering).
- * Reads profile.proto (gzip'd or not) through the shared decoder. Names come
- * from the profile's Function/Line data, else from the ELF symbols of the
- * mapping's file (symbol cache), else the address in hex.
+ * Reads profile.proto (gzip'd or not) through the shared decoder; frame
+ * names from prof_names.c (Function/Line data, else ELF symbols, else hex).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,12 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
 
 #include "heapprof.h"
 #include "cli.h"
-#include "elffile.h"
 #include "pprof_dec.h"
+#include "prof_names.h"
 #include "top_fmt.h"
 
 static void
@@ -43,7 +41,7 @@ usage(FILE *f)
 
 /* One function (pprof "node" at functions granularity). */
 typedef struct node {
-	char *name;
+	const char *name; /* borrowed from the names table */
 	size_t len;
 	int64_t flat, cum;
 	size_t stamp; /* last sample that added to cum, plus one */
@@ -53,177 +51,25 @@ typedef struct node {
 
 typedef struct top {
 	pprof_dec d;
-	heapprof_symcache *syms;
-	node *nodes;
-	size_t nnodes, cap;
-	uint32_t *slots; /* name hash -> node index + 1 */
-	size_t nslots;
-	uint32_t *loc_first, *loc_count; /* per location: its node ids */
-	uint32_t *loc_nodes;
-	size_t nloc_nodes, loc_nodes_cap;
-	heapprof_mapping *maps; /* per decoder mapping, NUL-terminated copies */
+	cli_names nm;
+	node *nodes; /* one per name id of nm */
+	size_t nnodes;
 } top;
 
-static uint64_t
-hash_name(const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
-	return h;
-}
-
+/* One node per frame name, in name id order. */
 static int
-grow_slots(top *t)
+build_nodes(top *t)
 {
-	size_t ns = t->nslots ? t->nslots * 2 : 1024;
-	uint32_t *s = calloc(ns, sizeof(*s));
-	if (!s)
+	int rc = cli_names_build(&t->nm, &t->d);
+	if (rc)
+		return rc;
+	t->nodes = calloc(t->nm.n ? t->nm.n : 1, sizeof(*t->nodes));
+	if (!t->nodes)
 		return -ENOMEM;
-	for (size_t i = 0; i < t->nnodes; i++) {
-		size_t j = hash_name(t->nodes[i].name, t->nodes[i].len) & (ns - 1);
-		while (s[j])
-			j = (j + 1) & (ns - 1);
-		s[j] = (uint32_t)i + 1;
-	}
-	free(t->slots);
-	t->slots = s;
-	t->nslots = ns;
-	return 0;
-}
-
-/* The node named s[0..n), created on first use. Returns its index or -1. */
-static long
-node_for(top *t, const char *s, size_t n)
-{
-	if (t->nnodes * 2 >= t->nslots && grow_slots(t))
-		return -1;
-	size_t j = hash_name(s, n) & (t->nslots - 1);
-	for (; t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
-		node *o = &t->nodes[t->slots[j] - 1];
-		if (o->len == n && memcmp(o->name, s, n) == 0)
-			return (long)t->slots[j] - 1;
-	}
-	if (t->nnodes == t->cap) {
-		size_t nc = t->cap ? t->cap * 2 : 256;
-		node *nv = realloc(t->nodes, nc * sizeof(*nv));
-		if (!nv)
-			return -1;
-		t->nodes = nv;
-		t->cap = nc;
-	}
-	char *copy = malloc(n + 1);
-	if (!copy)
-		return -1;
-	memcpy(copy, s, n);
-	copy[n] = '\0';
-	t->nodes[t->nnodes] = (node){copy, n, 0, 0, 0, 0, 0, 0};
-	t->slots[j] = (uint32_t)t->nnodes + 1;
-	return (long)t->nnodes++;
-}
-
-static int
-push_loc_node(top *t, long id)
-{
-	if (id < 0)
-		return -ENOMEM;
-	if (t->nloc_nodes == t->loc_nodes_cap) {
-		size_t nc = t->loc_nodes_cap ? t->loc_nodes_cap * 2 : 1024;
-		uint32_t *nv = realloc(t->loc_nodes, nc * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		t->loc_nodes = nv;
-		t->loc_nodes_cap = nc;
-	}
-	t->loc_nodes[t->nloc_nodes++] = (uint32_t)id;
-	return 0;
-}
-
-static char *
-dup_string(const pprof_dec *d, uint32_t i)
-{
-	size_t n;
-	const char *s = heapprof__pprof_string(d, i, &n);
-	char *c = malloc(n + 1);
-	if (c) {
-		memcpy(c, s, n);
-		c[n] = '\0';
-	}
-	return c;
-}
-
-static int
-load_mappings(top *t)
-{
-	pprof_dec *d = &t->d;
-	t->maps = calloc(d->nmaps ? d->nmaps : 1, sizeof(*t->maps));
-	if (!t->maps)
-		return -ENOMEM;
-	for (size_t i = 0; i < d->nmaps; i++) {
-		pprof_mapping pm;
-		int rc = heapprof__pprof_mapping(d, i, &pm);
-		if (rc)
-			return rc;
-		char *file = dup_string(d, pm.filename);
-		char *bid = dup_string(d, pm.build_id);
-		t->maps[i] = (heapprof_mapping){pm.memory_start, pm.memory_limit,
-		                                pm.file_offset, file, bid};
-		if (!file || !bid)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Node of a location without usable function data: an ELF symbol of its
- * mapping's file, else its address. */
-static long
-unknown_node(top *t, const pprof_location *l)
-{
-	const char *name = NULL;
-	long mi = heapprof__pprof_find_mapping(&t->d, l->mapping_id);
-	if (mi >= 0 && l->address)
-		name = heapprof__symcache_lookup(t->syms, &t->maps[mi],
-		                                 l->address);
-	if (name)
-		return node_for(t, name, strlen(name));
-	char hex[32];
-	int n = snprintf(hex, sizeof(hex), "0x%" PRIx64, l->address);
-	return node_for(t, hex, (size_t)n);
-}
-
-/* For every location, the nodes of its lines (innermost first). */
-static int
-build_location_nodes(top *t)
-{
-	pprof_dec *d = &t->d;
-	size_t n = d->nlocs ? d->nlocs : 1;
-	t->loc_first = malloc(n * sizeof(uint32_t));
-	t->loc_count = malloc(n * sizeof(uint32_t));
-	if (!t->loc_first || !t->loc_count)
-		return -ENOMEM;
-	for (size_t i = 0; i < d->nlocs; i++) {
-		pprof_location l;
-		int rc = heapprof__pprof_location(d, i, &l);
-		if (rc)
-			return rc;
-		t->loc_first[i] = (uint32_t)t->nloc_nodes;
-		for (size_t k = 0; k < l.nlines; k++) {
-			long fi = heapprof__pprof_find_function(
-				d, l.lines[k].function_id);
-			pprof_function f;
-			size_t nl = 0;
-			const char *nm = NULL;
-			if (fi >= 0 && heapprof__pprof_function(d, (size_t)fi,
-			                                        &f) == 0)
-				nm = heapprof__pprof_string(d, f.name, &nl);
-			rc = push_loc_node(t, nl ? node_for(t, nm, nl)
-			                         : unknown_node(t, &l));
-			if (rc)
-				return rc;
-		}
-		if (l.nlines == 0 && (rc = push_loc_node(t, unknown_node(t, &l))))
-			return rc;
-		t->loc_count[i] = (uint32_t)t->nloc_nodes - t->loc_first[i];
+	t->nnodes = t->nm.n;
+	for (size_t i = 0; i < t->nm.n; i++) {
+		t->nodes[i].name = t->nm.v[i].s;
+		t->nodes[i].len = t->nm.v[i].n;
 	}
 	return 0;
 }
@@ -262,9 +108,11 @@ accumulate(top *t, size_t vi, int64_t *total)
 		stamp++;
 		node *leaf = NULL;
 		for (size_t j = 0; j < s.nlocations; j++) {
-			uint32_t li = s.location_index[j];
-			for (uint32_t k = 0; k < t->loc_count[li]; k++) {
-				node *n = &t->nodes[t->loc_nodes[t->loc_first[li] + k]];
+			uint32_t cnt;
+			const uint32_t *ids =
+				cli_names_loc(&t->nm, s.location_index[j], &cnt);
+			for (uint32_t k = 0; k < cnt; k++) {
+				node *n = &t->nodes[ids[k]];
 				if (!leaf)
 					leaf = n;
 				if (n->stamp != stamp) {
@@ -356,9 +204,11 @@ mark_inline(top *t, size_t vi, int64_t cutoff)
 		stamp++;
 		long parent = -1;
 		for (size_t j = s.nlocations; j-- > 0;) {
-			uint32_t li = s.location_index[j], cnt = t->loc_count[li];
+			uint32_t cnt;
+			const uint32_t *ids =
+				cli_names_loc(&t->nm, s.location_index[j], &cnt);
 			for (uint32_t k = cnt; k-- > 0;) {
-				uint32_t id = t->loc_nodes[t->loc_first[li] + k];
+				uint32_t id = ids[k];
 				if (!t->nodes[id].kept)
 					continue;
 				if (parent >= 0 && (uint32_t)parent != id &&
@@ -398,101 +248,11 @@ cmp_nodes(const void *pa, const void *pb)
 	return x > y ? -1 : x < y ? 1 : 0;
 }
 
-/* pprof's SampleIndexByName. Returns the index or -1 (message printed). */
-static long
-pick_index(const pprof_dec *d, const char *want)
-{
-	if (d->ntypes == 0) {
-		cli_err("top: the profile has no sample types");
-		return -1;
-	}
-	if (!want) {
-		for (size_t i = 0; d->default_sample_type && i < d->ntypes; i++) {
-			size_t a, b;
-			const char *x = heapprof__pprof_string(d, d->types[i].type, &a);
-			const char *y = heapprof__pprof_string(d, d->default_sample_type, &b);
-			if (a == b && memcmp(x, y, a) == 0)
-				return (long)i;
-		}
-		return (long)d->ntypes - 1;
-	}
-	char *end;
-	errno = 0;
-	long v = strtol(want, &end, 10);
-	if (*want && !*end && !errno) {
-		if (v < 0 || (size_t)v >= d->ntypes) {
-			cli_err("top: sample index %s is outside the range [0..%zu]",
-			        want, d->ntypes - 1);
-			return -1;
-		}
-		return v;
-	}
-	const char *no_inuse = strncmp(want, "inuse_", 6) == 0 ? want + 6 : want;
-	for (size_t i = 0; i < d->ntypes; i++)
-		if (heapprof__pprof_string_eq(d, d->types[i].type, want) ||
-		    heapprof__pprof_string_eq(d, d->types[i].type, no_inuse))
-			return (long)i;
-	cli_err("top: unknown sample type '%s'; the profile has:", want);
-	for (size_t i = 0; i < d->ntypes; i++) {
-		size_t n;
-		const char *s = heapprof__pprof_string(d, d->types[i].type, &n);
-		fprintf(stderr, "  %zu %.*s\n", i, (int)n, s);
-	}
-	return -1;
-}
-
-/* The first bytes of the input, inflated if gzip'd: for the text check. */
-static size_t
-peek(const uint8_t *p, size_t n, char *out, size_t cap)
-{
-	if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
-		z_stream zs;
-		memset(&zs, 0, sizeof(zs));
-		if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
-			return 0;
-		zs.next_in = (Bytef *)p;
-		zs.avail_in = n > UINT32_MAX ? UINT32_MAX : (uInt)n;
-		zs.next_out = (Bytef *)out;
-		zs.avail_out = (uInt)cap;
-		inflate(&zs, Z_SYNC_FLUSH);
-		size_t got = cap - zs.avail_out;
-		inflateEnd(&zs);
-		return got;
-	}
-	size_t k = n < cap ? n : cap;
-	memcpy(out, p, k);
-	return k;
-}
-
-static int
-looks_like_text(const uint8_t *p, size_t n)
-{
-	char head[64];
-	size_t k = peek(p, n, head, sizeof(head));
-	if (k < 4)
-		return 0;
-	for (size_t i = 0; i < k; i++)
-		if ((unsigned char)head[i] < 0x09 || (unsigned char)head[i] > 0x7e)
-			return 0;
-	return 1;
-}
-
 static void
 top_free(top *t)
 {
-	for (size_t i = 0; i < t->nnodes; i++)
-		free(t->nodes[i].name);
-	for (size_t i = 0; t->maps && i < t->d.nmaps; i++) {
-		free((char *)t->maps[i].file);
-		free((char *)t->maps[i].build_id);
-	}
-	free(t->maps);
 	free(t->nodes);
-	free(t->slots);
-	free(t->loc_first);
-	free(t->loc_count);
-	free(t->loc_nodes);
-	heapprof__symcache_free(t->syms);
+	cli_names_free(&t->nm);
 	heapprof__pprof_dec_free(&t->d);
 }
 
@@ -516,24 +276,15 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 	pprof_dec *d = &t->d;
 	int rc = heapprof__pprof_dec_open(d, buf, len);
 	if (rc) {
-		if (rc != HEAPPROF_EEMPTY && looks_like_text(buf, len))
-			cli_err("top: %s: this looks like a legacy text profile; "
-			        "top reads profile.proto only (convert it with "
-			        "`go tool pprof -proto %s > out.pb.gz`)",
-			        path, path);
-		else
-			cli_err("top: %s: %s", path, heapprof_strerror(rc));
+		cli_open_error("top", path, buf, len, rc);
 		return 1;
 	}
-	long vi = pick_index(d, sample_index);
+	long vi = cli_pick_sample_index(d, "top", sample_index);
 	if (vi < 0)
 		return 2;
-	t->syms = heapprof__symcache_new();
 	int64_t total = 0;
-	if (!t->syms || (rc = load_mappings(t)) || (rc = build_location_nodes(t)) ||
-	    (rc = accumulate(t, (size_t)vi, &total))) {
-		cli_err("top: %s: %s", path,
-		        heapprof_strerror(rc ? rc : -ENOMEM));
+	if ((rc = build_nodes(t)) || (rc = accumulate(t, (size_t)vi, &total))) {
+		cli_err("top: %s: %s", path, heapprof_strerror(rc));
 		return 1;
 	}
 
@@ -583,7 +334,7 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 
 	/* Header lines, as pprof's ProfileLabels and reportLabels. */
 	if (d->nmaps) {
-		const heapprof_mapping *m0 = &t->maps[0];
+		const heapprof_mapping *m0 = &t->nm.maps[0];
 		if (m0->file[0]) {
 			const char *b = strrchr(m0->file, '/');
 			printf("File: %s\n", b ? b + 1 : m0->file);

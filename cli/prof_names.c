@@ -1,0 +1,293 @@
+/*
+ * prof_names.c: frame names of a decoded profile (Function/Line data, else
+ * ELF symbols through the symbol cache, else hex addresses), interned, per
+ * location; plus the sample-index rule and open-error messages shared by
+ * top, collapse and flame.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "cli.h"
+#include "prof_names.h"
+
+static uint64_t
+hash_name(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+	return h;
+}
+
+static int
+grow_slots(cli_names *nm)
+{
+	size_t ns = nm->nslots ? nm->nslots * 2 : 1024;
+	uint32_t *s = calloc(ns, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < nm->n; i++) {
+		size_t j = hash_name(nm->v[i].s, nm->v[i].n) & (ns - 1);
+		while (s[j])
+			j = (j + 1) & (ns - 1);
+		s[j] = (uint32_t)i + 1;
+	}
+	free(nm->slots);
+	nm->slots = s;
+	nm->nslots = ns;
+	return 0;
+}
+
+/* The id of the name s[0..n), created on first use; -1: no memory. */
+static long
+intern(cli_names *nm, const char *s, size_t n)
+{
+	if (nm->n * 2 >= nm->nslots && grow_slots(nm))
+		return -1;
+	size_t j = hash_name(s, n) & (nm->nslots - 1);
+	for (; nm->slots[j]; j = (j + 1) & (nm->nslots - 1)) {
+		const cli_name *o = &nm->v[nm->slots[j] - 1];
+		if (o->n == n && memcmp(o->s, s, n) == 0)
+			return (long)nm->slots[j] - 1;
+	}
+	if (nm->n == nm->cap) {
+		size_t nc = nm->cap ? nm->cap * 2 : 256;
+		cli_name *nv = realloc(nm->v, nc * sizeof(*nv));
+		if (!nv)
+			return -1;
+		nm->v = nv;
+		nm->cap = nc;
+	}
+	char *copy = malloc(n + 1);
+	if (!copy)
+		return -1;
+	memcpy(copy, s, n);
+	copy[n] = '\0';
+	nm->v[nm->n] = (cli_name){copy, n};
+	nm->slots[j] = (uint32_t)nm->n + 1;
+	return (long)nm->n++;
+}
+
+static int
+push_id(cli_names *nm, long id)
+{
+	if (id < 0)
+		return -ENOMEM;
+	if (nm->nloc_ids == nm->loc_ids_cap) {
+		size_t nc = nm->loc_ids_cap ? nm->loc_ids_cap * 2 : 1024;
+		uint32_t *nv = realloc(nm->loc_ids, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		nm->loc_ids = nv;
+		nm->loc_ids_cap = nc;
+	}
+	nm->loc_ids[nm->nloc_ids++] = (uint32_t)id;
+	return 0;
+}
+
+static char *
+dup_string(const pprof_dec *d, uint32_t i)
+{
+	size_t n;
+	const char *s = heapprof__pprof_string(d, i, &n);
+	char *c = malloc(n + 1);
+	if (c) {
+		memcpy(c, s, n);
+		c[n] = '\0';
+	}
+	return c;
+}
+
+static int
+load_mappings(cli_names *nm, const pprof_dec *d)
+{
+	nm->maps = calloc(d->nmaps ? d->nmaps : 1, sizeof(*nm->maps));
+	if (!nm->maps)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->nmaps; i++) {
+		pprof_mapping pm;
+		int rc = heapprof__pprof_mapping(d, i, &pm);
+		if (rc)
+			return rc;
+		char *file = dup_string(d, pm.filename);
+		char *bid = dup_string(d, pm.build_id);
+		nm->maps[i] = (heapprof_mapping){pm.memory_start, pm.memory_limit,
+		                                 pm.file_offset, file, bid};
+		nm->nmaps = i + 1;
+		if (!file || !bid)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A location without usable function data: an ELF symbol of its mapping's
+ * file, else its address. */
+static long
+unknown_name(cli_names *nm, const pprof_dec *d, const pprof_location *l)
+{
+	const char *name = NULL;
+	long mi = heapprof__pprof_find_mapping(d, l->mapping_id);
+	if (mi >= 0 && l->address)
+		name = heapprof__symcache_lookup(nm->syms, &nm->maps[mi],
+		                                 l->address);
+	if (name)
+		return intern(nm, name, strlen(name));
+	char hex[32];
+	int n = snprintf(hex, sizeof(hex), "0x%" PRIx64, l->address);
+	return intern(nm, hex, (size_t)n);
+}
+
+int
+cli_names_build(cli_names *nm, pprof_dec *d)
+{
+	memset(nm, 0, sizeof(*nm));
+	nm->syms = heapprof__symcache_new();
+	if (!nm->syms)
+		return -ENOMEM;
+	int rc = load_mappings(nm, d);
+	if (rc)
+		return rc;
+	size_t n = d->nlocs ? d->nlocs : 1;
+	nm->loc_first = malloc(n * sizeof(uint32_t));
+	nm->loc_count = malloc(n * sizeof(uint32_t));
+	if (!nm->loc_first || !nm->loc_count)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->nlocs; i++) {
+		pprof_location l;
+		if ((rc = heapprof__pprof_location(d, i, &l)))
+			return rc;
+		nm->loc_first[i] = (uint32_t)nm->nloc_ids;
+		for (size_t k = 0; k < l.nlines; k++) {
+			long fi = heapprof__pprof_find_function(
+				d, l.lines[k].function_id);
+			pprof_function f;
+			size_t nl = 0;
+			const char *s = NULL;
+			if (fi >= 0 &&
+			    heapprof__pprof_function(d, (size_t)fi, &f) == 0)
+				s = heapprof__pprof_string(d, f.name, &nl);
+			rc = push_id(nm, nl ? intern(nm, s, nl)
+			                    : unknown_name(nm, d, &l));
+			if (rc)
+				return rc;
+		}
+		if (l.nlines == 0 && (rc = push_id(nm, unknown_name(nm, d, &l))))
+			return rc;
+		nm->loc_count[i] = (uint32_t)nm->nloc_ids - nm->loc_first[i];
+	}
+	return 0;
+}
+
+void
+cli_names_free(cli_names *nm)
+{
+	for (size_t i = 0; i < nm->n; i++)
+		free(nm->v[i].s);
+	for (size_t i = 0; i < nm->nmaps; i++) {
+		free((char *)nm->maps[i].file);
+		free((char *)nm->maps[i].build_id);
+	}
+	free(nm->maps);
+	free(nm->v);
+	free(nm->slots);
+	free(nm->loc_first);
+	free(nm->loc_count);
+	free(nm->loc_ids);
+	heapprof__symcache_free(nm->syms);
+	memset(nm, 0, sizeof(*nm));
+}
+
+long
+cli_pick_sample_index(const pprof_dec *d, const char *cmd, const char *want)
+{
+	if (d->ntypes == 0) {
+		cli_err("%s: the profile has no sample types", cmd);
+		return -1;
+	}
+	if (!want) {
+		for (size_t i = 0; d->default_sample_type && i < d->ntypes; i++) {
+			size_t a, b;
+			const char *x = heapprof__pprof_string(d, d->types[i].type, &a);
+			const char *y = heapprof__pprof_string(d, d->default_sample_type, &b);
+			if (a == b && memcmp(x, y, a) == 0)
+				return (long)i;
+		}
+		return (long)d->ntypes - 1;
+	}
+	char *end;
+	errno = 0;
+	long v = strtol(want, &end, 10);
+	if (*want && !*end && !errno) {
+		if (v < 0 || (size_t)v >= d->ntypes) {
+			cli_err("%s: sample index %s is outside the range [0..%zu]",
+			        cmd, want, d->ntypes - 1);
+			return -1;
+		}
+		return v;
+	}
+	const char *no_inuse = strncmp(want, "inuse_", 6) == 0 ? want + 6 : want;
+	for (size_t i = 0; i < d->ntypes; i++)
+		if (heapprof__pprof_string_eq(d, d->types[i].type, want) ||
+		    heapprof__pprof_string_eq(d, d->types[i].type, no_inuse))
+			return (long)i;
+	cli_err("%s: unknown sample type '%s'; the profile has:", cmd, want);
+	for (size_t i = 0; i < d->ntypes; i++) {
+		size_t n;
+		const char *s = heapprof__pprof_string(d, d->types[i].type, &n);
+		fprintf(stderr, "  %zu %.*s\n", i, (int)n, s);
+	}
+	return -1;
+}
+
+/* The first bytes of the input, inflated if gzip'd: for the text check. */
+static size_t
+peek(const uint8_t *p, size_t n, char *out, size_t cap)
+{
+	if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
+		z_stream zs;
+		memset(&zs, 0, sizeof(zs));
+		if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
+			return 0;
+		zs.next_in = (Bytef *)p;
+		zs.avail_in = n > UINT32_MAX ? UINT32_MAX : (uInt)n;
+		zs.next_out = (Bytef *)out;
+		zs.avail_out = (uInt)cap;
+		inflate(&zs, Z_SYNC_FLUSH);
+		size_t got = cap - zs.avail_out;
+		inflateEnd(&zs);
+		return got;
+	}
+	size_t k = n < cap ? n : cap;
+	memcpy(out, p, k);
+	return k;
+}
+
+static int
+looks_like_text(const uint8_t *p, size_t n)
+{
+	char head[64];
+	size_t k = peek(p, n, head, sizeof(head));
+	if (k < 4)
+		return 0;
+	for (size_t i = 0; i < k; i++)
+		if ((unsigned char)head[i] < 0x09 || (unsigned char)head[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+void
+cli_open_error(const char *cmd, const char *path, const uint8_t *buf,
+               size_t len, int rc)
+{
+	if (rc != HEAPPROF_EEMPTY && looks_like_text(buf, len))
+		cli_err("%s: %s: this looks like a legacy text profile; "
+		        "%s reads profile.proto only (convert it with "
+		        "`go tool pprof -proto %s > out.pb.gz`)",
+		        cmd, path, cmd, path);
+	else
+		cli_err("%s: %s: %s", cmd, path, heapprof_strerror(rc));
+}

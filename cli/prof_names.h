@@ -1,0 +1,64 @@
+/*
+ * prof_names.h: the names of a profile's frames, shared by the CLI commands
+ * that print stacks (top, collapse, flame). Every location gets one name per
+ * Line (innermost first, as pprof's inlined frames are stored); a Line
+ * without a function name, or a location without lines, is named by the ELF
+ * symbol of its mapping's file (symbol cache), else by its address in hex.
+ * Names are interned: equal strings get one id. Also the sample-index rule
+ * and the open-error message that those commands share.
+ */
+#ifndef HEAPPROF_CLI_PROF_NAMES_H
+#define HEAPPROF_CLI_PROF_NAMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "heapprof.h"
+#include "elffile.h"
+#include "pprof_dec.h"
+
+typedef struct cli_name {
+	char *s; /* NUL-terminated copy */
+	size_t n;
+} cli_name;
+
+typedef struct cli_names {
+	cli_name *v; /* by id */
+	size_t n, cap;
+	uint32_t *slots; /* name hash -> id + 1 */
+	size_t nslots;
+	/* per decoder location i: ids loc_ids[loc_first[i] ..+ loc_count[i]),
+	 * innermost line first */
+	uint32_t *loc_first, *loc_count, *loc_ids;
+	size_t nloc_ids, loc_ids_cap;
+	heapprof_mapping *maps; /* per decoder mapping, NUL-terminated strings */
+	size_t nmaps;
+	heapprof_symcache *syms;
+} cli_names;
+
+/* Names every location of the opened decoder d. 0 or a negative error
+ * (HEAPPROF_E* from the decoder, -ENOMEM). Free with cli_names_free even
+ * after an error. */
+int cli_names_build(cli_names *nm, pprof_dec *d);
+void cli_names_free(cli_names *nm);
+
+/* The name ids of decoder location li, innermost first. */
+static inline const uint32_t *
+cli_names_loc(const cli_names *nm, uint32_t li, uint32_t *count)
+{
+	*count = nm->loc_count[li];
+	return nm->loc_ids + nm->loc_first[li];
+}
+
+/* pprof's SampleIndexByName: want NULL = default_sample_type, else the last
+ * type; a number is an index; "inuse_" may be left off. Returns the index,
+ * or -1 after printing "CMD: ..." (with the profile's types). */
+long cli_pick_sample_index(const pprof_dec *d, const char *cmd,
+                           const char *want);
+
+/* Prints why heapprof__pprof_dec_open() failed with rc on buf[0..len) read
+ * from path: "CMD: PATH: error", or a hint for legacy text profiles. */
+void cli_open_error(const char *cmd, const char *path, const uint8_t *buf,
+                    size_t len, int rc);
+
+#endif
