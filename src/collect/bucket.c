@@ -84,6 +84,7 @@ heapprof__bucket_get(const uint64_t *stack, int depth, size_t size)
 		b->hash = h;
 		b->size = size;
 		b->depth = (uint32_t)depth;
+		b->id = (uint32_t)atomic_load_explicit(&count, memory_order_relaxed);
 		memcpy(b->stack, stack, (size_t)depth * sizeof(*stack));
 		b->next = first;
 		b->all_next = atomic_load_explicit(&all, memory_order_relaxed);

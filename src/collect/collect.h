@@ -203,6 +203,7 @@ typedef struct hp_bucket {
 	uint64_t hash;
 	size_t size;
 	_Atomic int64_t alloc_objects, alloc_bytes, free_objects, free_bytes;
+	uint32_t id;    /* 0, 1, 2, ... in order of creation */
 	uint32_t depth;
 	uint64_t stack[];
 } hp_bucket;
@@ -218,8 +219,43 @@ void heapprof__bucket_atfork_release(void);
 
 /* ------------------------------------------------------------ snapshot.c */
 
-/* Writes the current profile through `write` (pprof gzip or legacy text).
- * Called with the calling thread's busy flag set. */
+/* The counters of every bucket at one moment, indexed by bucket id: the
+ * start of a delta window. */
+typedef struct hp_counts {
+	int64_t ao, ab, fo, fb;
+} hp_counts;
+typedef struct hp_baseline {
+	hp_counts *c;
+	uint32_t n;
+	int64_t time_nanos;
+} hp_baseline;
+
+enum hp_snap_kind {
+	HP_SNAP_FULL,       /* everything since start (Go's heap / allocs) */
+	HP_SNAP_INUSE,      /* in-use only: alloc values 0, empty samples dropped */
+	HP_SNAP_DELTA,      /* all four values minus the baseline (Go's seconds=N) */
+	HP_SNAP_DELTA_ALLOC, /* alloc values minus the baseline, in-use absolute */
+};
+
+typedef struct hp_snap_opts {
+	int text;                    /* legacy text (FULL only) */
+	enum hp_snap_kind kind;
+	const hp_baseline *base;     /* for the DELTA kinds */
+	const char *default_type;    /* default_sample_type, or NULL */
+	hp_baseline *next_base;      /* if set: receives the counters this
+	                              * snapshot used, so consecutive windows
+	                              * neither lose nor repeat an allocation */
+} hp_snap_opts;
+
+/* Reads every bucket's counters now. 0 or -ENOMEM. */
+int heapprof__baseline_take(hp_baseline *b);
+void heapprof__baseline_free(hp_baseline *b);
+int64_t heapprof__now_nanos(void);
+
+/* Writes a profile of the current state through `write` (pprof gzip or
+ * legacy text). Called with the calling thread's busy flag set. */
+int heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
+                                const hp_snap_opts *o);
 int heapprof__snapshot_write(heapprof_write_fn *write, void *arg, int text);
 
 /* ---------------------------------------------------------------- init.c */

@@ -86,44 +86,144 @@ collect_mappings(heapprof_maps *maps, heapprof_mapping **out, size_t *n)
 	return 0;
 }
 
-int
-heapprof__snapshot_write(heapprof_write_fn *write, void *arg, int text)
+int64_t
+heapprof__now_nanos(void)
 {
-	/* Count, allocate with room to spare, copy; buckets created during
-	 * the copy are simply left for the next snapshot. */
-	uint64_t cap = heapprof__bucket_count() + 64;
-	heapprof_record *recs = calloc(cap, sizeof(*recs));
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* One bucket's counters, frees read first: a free counted after we read
+ * the allocations could otherwise exceed them. */
+static void
+read_counts(hp_bucket *b, hp_counts *c)
+{
+	c->fo = atomic_load_explicit(&b->free_objects, memory_order_acquire);
+	c->fb = atomic_load_explicit(&b->free_bytes, memory_order_acquire);
+	c->ao = atomic_load_explicit(&b->alloc_objects, memory_order_acquire);
+	c->ab = atomic_load_explicit(&b->alloc_bytes, memory_order_acquire);
+	if (c->fo > c->ao)
+		c->fo = c->ao;
+	if (c->fb > c->ab)
+		c->fb = c->ab;
+}
+
+/* Room for the counters of every bucket that exists now, plus slack for
+ * those created while we walk (they are left for the next snapshot). */
+static int
+baseline_alloc(hp_baseline *b, uint64_t nbuckets)
+{
+	b->n = (uint32_t)nbuckets;
+	b->c = calloc(nbuckets + 1, sizeof(*b->c));
+	return b->c ? 0 : -ENOMEM;
+}
+
+int
+heapprof__baseline_take(hp_baseline *b)
+{
+	memset(b, 0, sizeof(*b));
+	b->time_nanos = heapprof__now_nanos();
+	HP_TRY(baseline_alloc(b, heapprof__bucket_count()));
+	for (hp_bucket *k = heapprof__bucket_list(); k; k = k->all_next)
+		if (k->id < b->n)
+			read_counts(k, &b->c[k->id]);
+	return 0;
+}
+
+void
+heapprof__baseline_free(hp_baseline *b)
+{
+	free(b->c);
+	memset(b, 0, sizeof(*b));
+}
+
+/* The records of a snapshot, oldest bucket first. For the delta kinds the
+ * baseline's counters are subtracted (buckets newer than the baseline
+ * count from zero). */
+static int
+collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
+                hp_baseline *next)
+{
+	uint64_t cap = heapprof__bucket_count();
+	heapprof_record *recs = calloc(cap + 1, sizeof(*recs));
 	if (!recs)
 		return -ENOMEM;
+	if (next && baseline_alloc(next, cap) != 0) {
+		free(recs);
+		return -ENOMEM;
+	}
 	size_t n = 0;
-	for (hp_bucket *b = heapprof__bucket_list(); b && n < cap;
-	     b = b->all_next) {
-		/* Frees first: a free counted after we read the allocs could
-		 * otherwise exceed them. */
-		int64_t fo = atomic_load_explicit(&b->free_objects, memory_order_acquire);
-		int64_t fb = atomic_load_explicit(&b->free_bytes, memory_order_acquire);
-		int64_t ao = atomic_load_explicit(&b->alloc_objects, memory_order_acquire);
-		int64_t ab = atomic_load_explicit(&b->alloc_bytes, memory_order_acquire);
-		if (ao == 0)
+	for (hp_bucket *b = heapprof__bucket_list(); b; b = b->all_next) {
+		if (b->id >= cap)
+			continue; /* created during this walk: next time */
+		hp_counts c;
+		read_counts(b, &c);
+		if (next)
+			next->c[b->id] = c;
+		if (c.ao == 0)
 			continue;
-		if (fo > ao)
-			fo = ao;
-		if (fb > ab)
-			fb = ab;
-		recs[n].alloc_objects = ao;
-		recs[n].alloc_bytes = ab;
-		recs[n].free_objects = fo;
-		recs[n].free_bytes = fb;
-		recs[n].stack = b->stack;
-		recs[n].depth = b->depth;
+		hp_counts z = {0, 0, 0, 0};
+		const hp_counts *base =
+			o->base && b->id < o->base->n ? &o->base->c[b->id] : &z;
+		heapprof_record *r = &recs[n];
+		switch (o->kind) {
+		case HP_SNAP_DELTA:
+			r->alloc_objects = c.ao - base->ao;
+			r->alloc_bytes = c.ab - base->ab;
+			r->free_objects = c.fo - base->fo;
+			r->free_bytes = c.fb - base->fb;
+			break;
+		case HP_SNAP_DELTA_ALLOC:
+			/* alloc - free must stay the absolute in-use pair. */
+			r->alloc_objects = c.ao - base->ao;
+			r->alloc_bytes = c.ab - base->ab;
+			r->free_objects = c.fo - base->ao;
+			r->free_bytes = c.fb - base->ab;
+			break;
+		default:
+			r->alloc_objects = c.ao;
+			r->alloc_bytes = c.ab;
+			r->free_objects = c.fo;
+			r->free_bytes = c.fb;
+			break;
+		}
+		r->stack = b->stack;
+		r->depth = b->depth;
+		r->object_size = (int64_t)b->size;
 		n++;
 	}
-	/* Oldest bucket first: stable order across dumps. */
+	/* Oldest bucket first: a stable order across dumps. */
 	for (size_t i = 0; i < n / 2; i++) {
 		heapprof_record t = recs[i];
 		recs[i] = recs[n - 1 - i];
 		recs[n - 1 - i] = t;
 	}
+	*out = recs;
+	*nout = n;
+	return 0;
+}
+
+int
+heapprof__snapshot_write(heapprof_write_fn *write, void *arg, int text)
+{
+	hp_snap_opts o;
+	memset(&o, 0, sizeof(o));
+	o.text = text;
+	return heapprof__snapshot_write_ex(write, arg, &o);
+}
+
+int
+heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
+                            const hp_snap_opts *o)
+{
+	int64_t now = heapprof__now_nanos();
+	heapprof_record *recs;
+	size_t n;
+	hp_baseline next;
+	memset(&next, 0, sizeof(next));
+	HP_TRY(collect_records(o, &recs, &n, o->next_base ? &next : NULL));
+	next.time_nanos = now;
 
 	heapprof_maps maps;
 	memset(&maps, 0, sizeof(maps));
@@ -133,6 +233,7 @@ heapprof__snapshot_write(heapprof_write_fn *write, void *arg, int text)
 	if (rc != 0) {
 		free(recs);
 		heapprof__maps_free(&maps);
+		heapprof__baseline_free(&next);
 		return rc;
 	}
 	if (!symcache)
@@ -156,24 +257,36 @@ heapprof__snapshot_write(heapprof_write_fn *write, void *arg, int text)
 	         heapprof__arena_bytes(), (unsigned long long)mapped);
 	const char *comments[2] = {c1, c2};
 
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	heapprof_heap_profile p;
 	memset(&p, 0, sizeof(p));
 	p.records = recs;
 	p.nrecords = n;
 	p.rate = atomic_load(&heapprof__cfg.rate);
-	p.time_nanos = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	p.time_nanos = now;
+	if (o->base && (o->kind == HP_SNAP_DELTA || o->kind == HP_SNAP_DELTA_ALLOC))
+		p.duration_nanos = now - o->base->time_nanos;
+	p.default_sample_type = o->default_type;
 	p.mappings = mappings;
 	p.nmappings = nmappings;
 	p.symbolize = symcache ? heapprof__symcache_symbolize : NULL;
 	p.symbolize_arg = symcache;
 	p.comments = comments;
 	p.ncomments = 2;
-	rc = text ? heapprof_encode_heap_text(&p, write, arg)
-	          : heapprof_encode_heap(&p, HEAPPROF_ENCODE_GZIP, write, arg);
+	unsigned flags = HEAPPROF_ENCODE_GZIP;
+	if (o->kind != HP_SNAP_FULL)
+		flags |= HEAPPROF_ENCODE_DROP_ZERO;
+	if (o->kind == HP_SNAP_INUSE)
+		flags |= HEAPPROF_ENCODE_INUSE_ONLY;
+	rc = o->text ? heapprof_encode_heap_text(&p, write, arg)
+	             : heapprof_encode_heap(&p, flags, write, arg);
 	free(mappings);
 	heapprof__maps_free(&maps);
 	free(recs);
+	if (rc == 0 && o->next_base) {
+		heapprof__baseline_free(o->next_base);
+		*o->next_base = next;
+	} else {
+		heapprof__baseline_free(&next);
+	}
 	return rc;
 }
