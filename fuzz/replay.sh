@@ -8,17 +8,15 @@
 cd "$(dirname "$0")/.." || exit 2
 status=0
 targets=$(ls fuzz/fuzz_*.c | sed 's|fuzz/fuzz_||; s|\.c$||')
-# Build quietly; a build failure fails every target.
-if ! make -s fuzz-replay >/tmp/heapprof-replay-build.$$ 2>&1; then
-	for t in $targets; do
-		echo "FAIL fuzz_replay_$t"
-	done
-	tail -20 /tmp/heapprof-replay-build.$$ >&2
-	rm -f /tmp/heapprof-replay-build.$$
-	exit 1
-fi
-rm -f /tmp/heapprof-replay-build.$$
 for t in $targets; do
+	if ! make -s "build/fuzz/replay_$t" >/tmp/heapprof-replay-build.$$ 2>&1; then
+		echo "FAIL fuzz_replay_$t (build)"
+		tail -20 /tmp/heapprof-replay-build.$$ >&2
+		rm -f /tmp/heapprof-replay-build.$$
+		status=1
+		continue
+	fi
+	rm -f /tmp/heapprof-replay-build.$$
 	dirs=""
 	for d in fuzz/corpus/$t fuzz/regress/$t; do
 		[ -d "$d" ] && dirs="$dirs $d"

@@ -21,18 +21,17 @@ if ! "$cc" -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" >/dev/null 2>&1; then
 fi
 rm -rf "$probe"
 targets=$(ls fuzz/fuzz_*.c | sed 's|fuzz/fuzz_||; s|\.c$||')
-if ! make -s fuzz FUZZ_CC="$cc" >/tmp/heapprof-fuzz-build.$$ 2>&1; then
-	for t in $targets; do
-		echo "FAIL fuzz_smoke_$t"
-	done
-	tail -20 /tmp/heapprof-fuzz-build.$$ >&2
-	rm -f /tmp/heapprof-fuzz-build.$$
-	exit 1
-fi
-rm -f /tmp/heapprof-fuzz-build.$$
 status=0
 mkdir -p build/fuzz/crashes
 for t in $targets; do
+	if ! make -s "build/fuzz/fuzz_$t" FUZZ_CC="$cc" >/tmp/heapprof-fuzz-build.$$ 2>&1; then
+		echo "FAIL fuzz_smoke_$t (build)"
+		tail -20 /tmp/heapprof-fuzz-build.$$ >&2
+		rm -f /tmp/heapprof-fuzz-build.$$
+		status=1
+		continue
+	fi
+	rm -f /tmp/heapprof-fuzz-build.$$
 	work=$(mktemp -d)
 	seeds=fuzz/corpus/$t
 	[ -d "$seeds" ] || seeds=
