@@ -23,6 +23,7 @@ static const struct {
 	{"top", cli_top, "print the top allocation sites of a profile"},
 	{"delta", cli_delta, "subtract the cumulative values of two profiles"},
 	{"merge", cli_merge, "merge profiles of the same type into one"},
+	{"collapse", cli_collapse, "write a profile as folded stacks (flamegraph.pl)"},
 };
 
 static void

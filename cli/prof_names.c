@@ -42,9 +42,8 @@ grow_slots(cli_names *nm)
 	return 0;
 }
 
-/* The id of the name s[0..n), created on first use; -1: no memory. */
-static long
-intern(cli_names *nm, const char *s, size_t n)
+long
+cli_names_intern(cli_names *nm, const char *s, size_t n)
 {
 	if (nm->n * 2 >= nm->nslots && grow_slots(nm))
 		return -1;
@@ -135,10 +134,10 @@ unknown_name(cli_names *nm, const pprof_dec *d, const pprof_location *l)
 		name = heapprof__symcache_lookup(nm->syms, &nm->maps[mi],
 		                                 l->address);
 	if (name)
-		return intern(nm, name, strlen(name));
+		return cli_names_intern(nm, name, strlen(name));
 	char hex[32];
 	int n = snprintf(hex, sizeof(hex), "0x%" PRIx64, l->address);
-	return intern(nm, hex, (size_t)n);
+	return cli_names_intern(nm, hex, (size_t)n);
 }
 
 int
@@ -170,7 +169,7 @@ cli_names_build(cli_names *nm, pprof_dec *d)
 			if (fi >= 0 &&
 			    heapprof__pprof_function(d, (size_t)fi, &f) == 0)
 				s = heapprof__pprof_string(d, f.name, &nl);
-			rc = push_id(nm, nl ? intern(nm, s, nl)
+			rc = push_id(nm, nl ? cli_names_intern(nm, s, nl)
 			                    : unknown_name(nm, d, &l));
 			if (rc)
 				return rc;
@@ -290,4 +289,34 @@ cli_open_error(const char *cmd, const char *path, const uint8_t *buf,
 		        cmd, path, cmd, path);
 	else
 		cli_err("%s: %s: %s", cmd, path, heapprof_strerror(rc));
+}
+
+int
+cli_prof_load(cli_prof *p, const char *cmd, const char *path)
+{
+	memset(p, 0, sizeof(*p));
+	heapprof__pprof_dec_init(&p->d, NULL, NULL);
+	int rc = cli_read_file(path, &p->buf, &p->len);
+	if (rc) {
+		cli_err("%s: %s: %s", cmd, path, heapprof_strerror(rc));
+		return 1;
+	}
+	if ((rc = heapprof__pprof_dec_open(&p->d, p->buf, p->len))) {
+		cli_open_error(cmd, path, p->buf, p->len, rc);
+		return 1;
+	}
+	if ((rc = cli_names_build(&p->nm, &p->d))) {
+		cli_err("%s: %s: %s", cmd, path, heapprof_strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
+void
+cli_prof_free(cli_prof *p)
+{
+	cli_names_free(&p->nm);
+	heapprof__pprof_dec_free(&p->d);
+	free(p->buf);
+	p->buf = NULL;
 }

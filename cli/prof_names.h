@@ -42,6 +42,9 @@ typedef struct cli_names {
 int cli_names_build(cli_names *nm, pprof_dec *d);
 void cli_names_free(cli_names *nm);
 
+/* The id of the name s[0..n), created on first use; -1: no memory. */
+long cli_names_intern(cli_names *nm, const char *s, size_t n);
+
 /* The name ids of decoder location li, innermost first. */
 static inline const uint32_t *
 cli_names_loc(const cli_names *nm, uint32_t li, uint32_t *count)
@@ -60,5 +63,18 @@ long cli_pick_sample_index(const pprof_dec *d, const char *cmd,
  * from path: "CMD: PATH: error", or a hint for legacy text profiles. */
 void cli_open_error(const char *cmd, const char *path, const uint8_t *buf,
                     size_t len, int rc);
+
+/* A profile read from a file, decoded and named. */
+typedef struct cli_prof {
+	uint8_t *buf;
+	size_t len;
+	pprof_dec d;
+	cli_names nm;
+} cli_prof;
+
+/* Reads path ("-": stdin), opens it and names its locations. Returns 0, or
+ * 1 after printing "CMD: PATH: why". Free with cli_prof_free either way. */
+int cli_prof_load(cli_prof *p, const char *cmd, const char *path);
+void cli_prof_free(cli_prof *p);
 
 #endif
