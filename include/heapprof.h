@@ -114,6 +114,25 @@ typedef struct heapprof_mapping {
 typedef const char *(heapprof_symbolize_fn)(void *arg, uint64_t addr,
                                             const heapprof_mapping *m);
 
+/* One source-level frame of a code address: a function, with the file and
+ * line executing in it. Inlining gives several frames for one address. */
+typedef struct heapprof_frame {
+	const char *function;    /* name as shown (demangled); NULL: unknown */
+	const char *system_name; /* linkage (mangled) name; NULL: = function */
+	const char *file;        /* source file; NULL: unknown */
+	int64_t line;            /* line in `file`; 0: unknown */
+	int64_t start_line;      /* first line of the function; 0: unknown */
+} heapprof_frame;
+
+/* Optional multi-frame symbolizer: fills out[0..cap) with the frames of
+ * `addr` in mapping `m` (or NULL), innermost first: inlined callees, then
+ * the function the code was compiled into, as pprof's Location.line lists
+ * them. Returns how many it wrote (0: unknown; the encoder then asks
+ * `symbolize`, if set). Strings stay valid until the encoder returns. */
+typedef size_t (heapprof_symbolize_frames_fn)(void *arg, uint64_t addr,
+                                              const heapprof_mapping *m,
+                                              heapprof_frame *out, size_t cap);
+
 typedef struct heapprof_heap_profile {
 	const heapprof_record *records;
 	size_t nrecords;
@@ -127,6 +146,12 @@ typedef struct heapprof_heap_profile {
 	size_t ncomments;
 	const char *default_sample_type; /* e.g. "alloc_space"; NULL: none */
 	int64_t duration_nanos;          /* 0: not written */
+	/* Optional (NULL: only `symbolize`): names, files, lines and inlined
+	 * frames. A mapping whose every location got frames this way is
+	 * written with has_functions (and has_filenames, has_line_numbers,
+	 * has_inline_frames when every frame had a file and line). */
+	heapprof_symbolize_frames_fn *symbolize_frames;
+	void *symbolize_frames_arg;
 } heapprof_heap_profile;
 
 #define HEAPPROF_ENCODE_GZIP 1u       /* gzip the output (pprof's default form) */

@@ -1,0 +1,72 @@
+/*
+ * dwarf_dl.c: binds libdw (and __cxa_demangle) at run time; see dwarf_dl.h.
+ * The handles are loaded once per process and never closed.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stddef.h>
+
+#include "dwarf_dl.h"
+
+static heapprof_libdw libdw;
+static const heapprof_libdw *libdw_ok;
+static const char *libdw_why;
+static pthread_once_t libdw_once = PTHREAD_ONCE_INIT;
+
+static heapprof_demangle_fn *demangle;
+static pthread_once_t demangle_once = PTHREAD_ONCE_INIT;
+
+static void
+load_libdw(void)
+{
+	void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		libdw_why = "libdw.so.1 not found (Debian package libdw1)";
+		return;
+	}
+	int missing = 0;
+	/* dlsym returns void *; going through memcpy keeps -Wpedantic quiet
+	 * about object-to-function pointer conversion. */
+#define LOAD(name)                                                        \
+	{                                                                 \
+		void *sym = dlsym(h, #name);                              \
+		if (!sym)                                                 \
+			missing = 1;                                      \
+		__builtin_memcpy(&libdw.name, &sym, sizeof(sym));         \
+	}
+	HEAPPROF_LIBDW_FUNCS(LOAD)
+#undef LOAD
+	if (missing) {
+		libdw_why = "libdw.so.1 lacks a needed function (elfutils too old)";
+		return;
+	}
+	libdw_ok = &libdw;
+}
+
+const heapprof_libdw *
+heapprof__libdw(const char **why)
+{
+	pthread_once(&libdw_once, load_libdw);
+	if (!libdw_ok && why)
+		*why = libdw_why;
+	return libdw_ok;
+}
+
+static void
+load_demangler(void)
+{
+	void *sym = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+	if (!sym) {
+		void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+		if (h)
+			sym = dlsym(h, "__cxa_demangle");
+	}
+	__builtin_memcpy(&demangle, &sym, sizeof(sym));
+}
+
+heapprof_demangle_fn *
+heapprof__demangler(void)
+{
+	pthread_once(&demangle_once, load_demangler);
+	return demangle;
+}
