@@ -106,7 +106,7 @@ $(B)/examples/leaky: examples/leaky.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-inline -o $@ $< -lpthread
 
 # Debian packages: what building needs, and what the tests need on top.
-DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libunwind8
+DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libunwind8 libdw-dev
 DEBS_TEST  := golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
 	python3 sqlite3 procps
 deps:
