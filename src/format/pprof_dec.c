@@ -631,6 +631,36 @@ heapprof__pprof_sample_next(pprof_dec *d, pprof_sample_iter *it,
 }
 
 int
+heapprof__pprof_sample_raw_next(pprof_dec *d, pprof_sample_iter *it,
+                                 uint32_t *offset, uint32_t *len)
+{
+	pb_field f;
+	while (heapprof__pb_more(&it->r)) {
+		const uint8_t *p;
+		size_t n;
+		if (HP_LIKELY(*it->r.p == 0x12)) {
+			uint64_t v;
+			p = it->r.p + 1;
+			HP_TRY(rd_varint(&p, it->r.end, &v));
+			if (v > (uint64_t)(it->r.end - p))
+				return HEAPPROF_ELENGTH;
+			n = (size_t)v;
+			it->r.p = p + n;
+		} else {
+			HP_TRY(heapprof__pb_next(&it->r, &f));
+			if (f.num != PPROF_SAMPLE)
+				continue;
+			p = f.data;
+			n = f.len;
+		}
+		*offset = (uint32_t)(p - d->buf);
+		*len = (uint32_t)n;
+		return 0;
+	}
+	return 1;
+}
+
+int
 heapprof__pprof_sample_at(pprof_dec *d, uint32_t offset, uint32_t len,
                           pprof_sample *out)
 {

@@ -210,6 +210,10 @@ int heapprof__pprof_mapping(const pprof_dec *d, size_t i, pprof_mapping *out);
 void heapprof__pprof_samples(const pprof_dec *d, pprof_sample_iter *it);
 int heapprof__pprof_sample_next(pprof_dec *d, pprof_sample_iter *it,
                                 pprof_sample *out);
+/* Like sample_next, but only finds the next Sample body: (offset, len) for
+ * heapprof__pprof_sample_at(), which decodes and validates it. Additions. */
+int heapprof__pprof_sample_raw_next(pprof_dec *d, pprof_sample_iter *it,
+                                    uint32_t *offset, uint32_t *len);
 /* Decodes again the sample whose body is at (offset, len) (from a previous
  * pprof_sample of the same open). */
 int heapprof__pprof_sample_at(pprof_dec *d, uint32_t offset, uint32_t len,

@@ -79,6 +79,7 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	d->rf = rf;
 	d->rctx = opt->realloc_ctx;
 	d->max_age = opt->max_age ? opt->max_age : DEFAULT_MAX_AGE;
+	d->khead = d->klast = DELTA_NONE;
 	heapprof__dt_init(&d->frames, rf, d->rctx);
 	heapprof__dt_init(&d->labelsets, rf, d->rctx);
 	heapprof__dt_init(&d->keys, rf, d->rctx);
@@ -129,6 +130,7 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->prev, d->kcap * d->nnames * sizeof(int64_t));
 	heapprof__delta_release(d, &d->kgen, d->kcap * sizeof(uint32_t));
 	heapprof__delta_release(d, &d->kpos, d->kcap * sizeof(uint32_t));
+	heapprof__delta_raw_free(d);
 	heapprof__pprof_dec_free(&d->dec);
 	heapprof__delta_release(d, &d->loc_frame, d->loc_frame_cap * 4);
 	heapprof__delta_release(d, &d->keybuf, d->keybuf_cap * 4);
@@ -153,6 +155,7 @@ heapprof_delta_reset(heapprof_delta *d)
 	heapprof__dt_clear(&d->frames);
 	heapprof__dt_clear(&d->labelsets);
 	heapprof__dt_clear(&d->keys);
+	heapprof__delta_raw_invalidate(d);
 	d->have_prev = false;
 	d->prev_time = 0;
 }
@@ -170,7 +173,8 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	size_t b = heapprof__dt_memory(&d->frames) +
 	           heapprof__dt_memory(&d->labelsets) +
 	           heapprof__dt_memory(&d->keys);
-	b += d->kcap * (d->nnames * 8 + 8);
+	b += d->kcap * (d->nnames * 8 + 8 + sizeof(delta_kraw));
+	b += d->raw_cap + d->pl_cap * 16 + d->ps_cap + d->ps_lcap * 4;
 	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->bbuf_cap +
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
 	     d->acc_cap * 8 + d->slot_cap * 4 + d->outv_cap * 8 +
@@ -317,71 +321,111 @@ keys_room(heapprof_delta *d, size_t n)
 	if (!q)
 		return -ENOMEM;
 	d->kpos = q;
+	delta_kraw *r = d->rf(d->rctx, d->kraw, d->kcap * sizeof(delta_kraw),
+	                      c * sizeof(delta_kraw));
+	if (!r)
+		return -ENOMEM;
+	d->kraw = r;
 	d->kcap = c;
 	return 0;
 }
 
 /* ------------------------------------------------------------ passes */
 
-/* Pass A: every sample -> its key's item; values summed per item. */
+/* The key of a decoded sample (slow path: exact identity by content). */
+static int
+key_of(heapprof_delta *d, const pprof_sample *s, uint32_t *kidp)
+{
+	HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap,
+	                            s->nlocations + 1, 4));
+	uint32_t *kb = d->keybuf;
+	HP_TRY(labelset_of(d, s, &kb[0]));
+	for (size_t i = 0; i < s->nlocations; i++) {
+		uint32_t li = s->location_index[i];
+		uint32_t f = d->loc_frame[li];
+		if (HP_UNLIKELY(f == DELTA_NONE)) {
+			HP_TRY(frame_of(d, li, &f));
+			d->loc_frame[li] = f;
+		}
+		kb[i + 1] = f;
+	}
+	size_t klen = (s->nlocations + 1) * 4;
+	uint32_t kid;
+	int rc = heapprof__dt_intern(&d->keys, kb, klen,
+	                             heapprof__dt_hash(kb, klen), &kid);
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
+		HP_TRY(keys_room(d, d->keys.n));
+		memset(d->prev + (size_t)kid * d->nnames, 0, d->nnames * 8);
+		d->kgen[kid] = d->gen - 1;
+		d->kraw[kid].len = DELTA_NONE;
+		d->kraw[kid].next = DELTA_NONE;
+	}
+	*kidp = kid;
+	return 0;
+}
+
+/* Adds one sample's values to its key's item (first occurrence: new item). */
+HP_INLINE int
+add_values(heapprof_delta *d, uint32_t kid, uint32_t off, uint32_t len,
+           const int64_t *values)
+{
+	size_t nt = d->dec.ntypes;
+	uint64_t *acc;
+	if (d->kgen[kid] != d->gen) {
+		if (HP_UNLIKELY(d->nitems >= d->items_cap)) {
+			HP_TRY(heapprof__delta_grow(d, &d->items, &d->items_cap,
+			                            d->nitems + 1,
+			                            sizeof(delta_item)));
+		}
+		HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
+		                            (d->nitems + 1) * nt, 8));
+		d->kgen[kid] = d->gen;
+		d->kpos[kid] = (uint32_t)d->nitems;
+		delta_item *item = &d->items[d->nitems++];
+		item->kid = kid;
+		item->off = off;
+		item->len = len;
+		acc = d->acc + (size_t)d->kpos[kid] * nt;
+		for (size_t t = 0; t < nt; t++)
+			acc[t] = (uint64_t)values[t];
+	} else {
+		acc = d->acc + (size_t)d->kpos[kid] * nt;
+		for (size_t t = 0; t < nt; t++)
+			acc[t] += (uint64_t)values[t];
+	}
+	return 0;
+}
+
+/* Pass A: every sample -> its key's item; values summed per item. Samples
+ * the raw cache recognises are not decoded beyond their values. */
 static int
 aggregate(heapprof_delta *d)
 {
 	pprof_dec *dec = &d->dec;
-	size_t nt = dec->ntypes;
 	pprof_sample_iter it;
 	pprof_sample s;
+	int64_t vals[DELTA_RAW_MAXT];
+	uint32_t off, len, kid;
 	int rc;
 	d->nitems = 0;
 	heapprof__pprof_samples(dec, &it);
-	while ((rc = heapprof__pprof_sample_next(dec, &it, &s)) == 0) {
+	while ((rc = heapprof__pprof_sample_raw_next(dec, &it, &off, &len)) ==
+	       0) {
+		const int64_t *v = vals;
 		d->last_in++;
-		HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap,
-		                            s.nlocations + 1, 4));
-		uint32_t *kb = d->keybuf;
-		HP_TRY(labelset_of(d, &s, &kb[0]));
-		for (size_t i = 0; i < s.nlocations; i++) {
-			uint32_t li = s.location_index[i];
-			uint32_t f = d->loc_frame[li];
-			if (HP_UNLIKELY(f == DELTA_NONE)) {
-				HP_TRY(frame_of(d, li, &f));
-				d->loc_frame[li] = f;
-			}
-			kb[i + 1] = f;
+		if (!d->raw_ok ||
+		    !heapprof__delta_raw_lookup(d, off, len, vals, &kid)) {
+			HP_TRY(heapprof__pprof_sample_at(dec, off, len, &s));
+			HP_TRY(key_of(d, &s, &kid));
+			if (d->raw_ok)
+				HP_TRY(heapprof__delta_raw_record(d, kid, off,
+				                                  len));
+			v = s.values;
 		}
-		size_t klen = (s.nlocations + 1) * 4;
-		uint32_t kid;
-		rc = heapprof__dt_intern(&d->keys, kb, klen,
-		                         heapprof__dt_hash(kb, klen), &kid);
-		if (rc < 0)
-			return rc;
-		if (rc == 1) {
-			HP_TRY(keys_room(d, d->keys.n));
-			memset(d->prev + (size_t)kid * d->nnames, 0,
-			       d->nnames * 8);
-			d->kgen[kid] = d->gen - 1;
-		}
-		uint64_t *acc;
-		if (d->kgen[kid] != d->gen) {
-			HP_TRY(heapprof__delta_grow(d, &d->items, &d->items_cap,
-			                            d->nitems + 1,
-			                            sizeof(delta_item)));
-			HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
-			                            (d->nitems + 1) * nt, 8));
-			d->kgen[kid] = d->gen;
-			d->kpos[kid] = (uint32_t)d->nitems;
-			delta_item *item = &d->items[d->nitems++];
-			item->kid = kid;
-			item->off = s.offset;
-			item->len = s.len;
-			acc = d->acc + (size_t)d->kpos[kid] * nt;
-			for (size_t t = 0; t < nt; t++)
-				acc[t] = (uint64_t)s.values[t];
-		} else {
-			acc = d->acc + (size_t)d->kpos[kid] * nt;
-			for (size_t t = 0; t < nt; t++)
-				acc[t] += (uint64_t)s.values[t];
-		}
+		heapprof__delta_raw_link(d, kid);
+		HP_TRY(add_values(d, kid, off, len, v));
 	}
 	return rc == 1 ? 0 : rc;
 }
@@ -439,7 +483,8 @@ compact(heapprof_delta *d, size_t live)
 	int64_t *prev = d->rf(d->rctx, NULL, 0, cap * nn * 8 + 8);
 	uint32_t *kgen = d->rf(d->rctx, NULL, 0, cap * 4);
 	uint32_t *kpos = d->rf(d->rctx, NULL, 0, cap * 4);
-	int rc = prev && kgen && kpos ? 0 : -ENOMEM;
+	delta_kraw *kraw = d->rf(d->rctx, NULL, 0, cap * sizeof(delta_kraw));
+	int rc = prev && kgen && kpos && kraw ? 0 : -ENOMEM;
 	for (size_t k = 0; k < d->keys.n && rc == 0; k++) {
 		if (d->gen - d->kgen[k] > d->max_age)
 			continue;
@@ -482,6 +527,8 @@ compact(heapprof_delta *d, size_t live)
 			d->rf(d->rctx, kgen, cap * 4, 0);
 		if (kpos)
 			d->rf(d->rctx, kpos, cap * 4, 0);
+		if (kraw)
+			d->rf(d->rctx, kraw, cap * sizeof(delta_kraw), 0);
 		return rc;
 	}
 	d->evicted += d->keys.n - nk.n;
@@ -491,13 +538,17 @@ compact(heapprof_delta *d, size_t live)
 	heapprof__delta_release(d, &d->prev, d->kcap * nn * 8 + 8);
 	heapprof__delta_release(d, &d->kgen, d->kcap * 4);
 	heapprof__delta_release(d, &d->kpos, d->kcap * 4);
+	heapprof__delta_release(d, &d->kraw, d->kcap * sizeof(delta_kraw));
 	d->frames = nf;
 	d->labelsets = nl;
 	d->keys = nk;
 	d->prev = prev;
 	d->kgen = kgen;
 	d->kpos = kpos;
+	d->kraw = kraw;
 	d->kcap = cap;
+	/* Key ids changed: the raw cache starts over. */
+	heapprof__delta_raw_invalidate(d);
 	return 0;
 }
 
@@ -538,7 +589,7 @@ prepare(heapprof_delta *d)
 	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
 	                            dec->nlocs + 1, 4));
 	memset(d->loc_frame, 0xff, dec->nlocs * 4);
-	return 0;
+	return heapprof__delta_raw_prepare(d);
 }
 
 HP_EXPORT int

@@ -22,6 +22,15 @@ typedef struct delta_item {
 	uint32_t off, len; /* first sample with that key in this profile */
 } delta_item;
 
+/* Per key: its raw identity bytes in the raw arena (len DELTA_NONE: none)
+ * and the key that followed it in the last call (delta_raw.c). */
+typedef struct delta_kraw {
+	uint32_t off, len, next;
+} delta_kraw;
+
+/* Most sample types the raw fast path decodes inline (more: slow path). */
+#define DELTA_RAW_MAXT 16
+
 struct heapprof_delta {
 	pb_realloc_fn *rf;
 	void *rctx;
@@ -41,6 +50,20 @@ struct heapprof_delta {
 	int64_t prev_time;
 	bool have_prev;
 	uint64_t calls, evicted;
+
+	/* raw-sample cache (delta_raw.c) */
+	delta_kraw *kraw; /* kcap rows */
+	uint8_t *raw;     /* arena of raw identity bytes */
+	size_t raw_len, raw_cap, raw_garbage;
+	uint32_t khead, klast; /* first key of the last call; previous key */
+	bool raw_ok, have_dict;
+	uint64_t *pl_id, *pl_addr; /* snapshot of the last dictionary */
+	size_t pl_n, pl_cap;
+	uint8_t *ps;       /* its strings, concatenated */
+	size_t ps_len, ps_cap;
+	uint32_t *ps_lens;
+	size_t ps_n, ps_lcap;
+	uint64_t raw_hits;
 
 	/* per-call scratch, kept for its capacity */
 	pprof_dec dec;
@@ -80,6 +103,22 @@ struct heapprof_delta {
 int heapprof__delta_grow(heapprof_delta *d, void *pp, size_t *cap, size_t need,
                          size_t elem);
 void heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes);
+
+/* Raw-sample cache (delta_raw.c). prepare checks the input's dictionary
+ * (location ids and addresses, strings) against the last one and drops
+ * every raw record if it changed; lookup predicts the sample's key from
+ * the last call's order and confirms it by comparing the sample's bytes
+ * minus its values (1: hit, *kid and vals[ntypes] set; 0: miss); record
+ * stores a slow-path sample's raw bytes for its key; link chains the keys
+ * in call order for the next prediction. */
+int heapprof__delta_raw_prepare(heapprof_delta *d);
+int heapprof__delta_raw_lookup(heapprof_delta *d, uint32_t off, uint32_t len,
+                               int64_t *vals, uint32_t *kid);
+int heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
+                               uint32_t len);
+void heapprof__delta_raw_link(heapprof_delta *d, uint32_t kid);
+void heapprof__delta_raw_invalidate(heapprof_delta *d);
+void heapprof__delta_raw_free(heapprof_delta *d);
 
 /* Output (delta_write.c). begin resets the writer and writes the sample
  * types; sample writes one sample; finish writes the mappings, locations,

@@ -1,0 +1,257 @@
+/*
+ * delta_raw.c: the delta computer's raw-sample cache. Within one
+ * "dictionary" (the same location ids with the same nonzero addresses and
+ * the same string table), a sample's identity is fixed by its bytes minus
+ * its values field, so a sample whose bytes equal those recorded for a key
+ * is that key: no varint decoding of the stack, no id lookups, no hashing.
+ * The key is predicted from the last call's order (the key that followed
+ * the previous one, else the next key id) and confirmed by memcmp, so a
+ * profile written in the same order as the last one is one sequential pass.
+ * Anything else (a changed dictionary, address-0 locations, unusual wire
+ * forms, a wrong prediction) takes the exact slow path in delta.c, which
+ * records the raw bytes for the next call.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "heapprof.h"
+#include "delta.h"
+
+HP_INLINE int
+rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	for (int i = 0; i < 10; i++) {
+		if (p + i >= end)
+			return -1;
+		uint64_t b = p[i];
+		v |= (b & 0x7f) << (7 * i);
+		if (b < 0x80) {
+			if (i == 9 && b > 1)
+				return -1;
+			*out = v;
+			*pp = p + i + 1;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+void
+heapprof__delta_raw_invalidate(heapprof_delta *d)
+{
+	for (size_t k = 0; k < d->keys.n; k++) {
+		d->kraw[k].len = DELTA_NONE;
+		d->kraw[k].next = DELTA_NONE;
+	}
+	d->raw_len = 0;
+	d->raw_garbage = 0;
+	d->khead = DELTA_NONE;
+	d->have_dict = false;
+}
+
+void
+heapprof__delta_raw_free(heapprof_delta *d)
+{
+	heapprof__delta_release(d, &d->kraw, d->kcap * sizeof(delta_kraw));
+	heapprof__delta_release(d, &d->raw, d->raw_cap);
+	heapprof__delta_release(d, &d->pl_id, d->pl_cap * 8);
+	heapprof__delta_release(d, &d->pl_addr, d->pl_cap * 8);
+	heapprof__delta_release(d, &d->ps, d->ps_cap);
+	heapprof__delta_release(d, &d->ps_lens, d->ps_lcap * 4);
+}
+
+/* True if the input's locations and strings are the snapshot's. */
+static bool
+same_dict(const heapprof_delta *d)
+{
+	const pprof_dec *dec = &d->dec;
+	if (!d->have_dict || dec->nlocs != d->pl_n || dec->nstrings != d->ps_n)
+		return false;
+	for (size_t i = 0; i < dec->nlocs; i++)
+		if (dec->locs[i].id != d->pl_id[i] ||
+		    dec->loc_addr[i] != d->pl_addr[i])
+			return false;
+	size_t off = 0;
+	for (size_t i = 0; i < dec->nstrings; i++) {
+		size_t l;
+		const char *s = heapprof__pprof_string(dec, i, &l);
+		if (l != d->ps_lens[i] || memcmp(d->ps + off, s, l) != 0)
+			return false;
+		off += l;
+	}
+	return true;
+}
+
+static int
+snapshot(heapprof_delta *d)
+{
+	const pprof_dec *dec = &d->dec;
+	size_t n = dec->nlocs, c = d->pl_cap, c2 = d->pl_cap;
+	HP_TRY(heapprof__delta_grow(d, &d->pl_id, &c, n + 1, 8));
+	HP_TRY(heapprof__delta_grow(d, &d->pl_addr, &c2, n + 1, 8));
+	d->pl_cap = c;
+	for (size_t i = 0; i < n; i++) {
+		d->pl_id[i] = dec->locs[i].id;
+		d->pl_addr[i] = dec->loc_addr[i];
+	}
+	d->pl_n = n;
+	size_t total = 0;
+	for (size_t i = 0; i < dec->nstrings; i++) {
+		size_t l;
+		heapprof__pprof_string(dec, i, &l);
+		total += l;
+	}
+	HP_TRY(heapprof__delta_grow(d, &d->ps_lens, &d->ps_lcap,
+	                            dec->nstrings + 1, 4));
+	HP_TRY(heapprof__delta_grow(d, &d->ps, &d->ps_cap, total + 1, 1));
+	size_t off = 0;
+	for (size_t i = 0; i < dec->nstrings; i++) {
+		size_t l;
+		const char *s = heapprof__pprof_string(dec, i, &l);
+		memcpy(d->ps + off, s, l);
+		d->ps_lens[i] = (uint32_t)l;
+		off += l;
+	}
+	d->ps_n = dec->nstrings;
+	d->have_dict = true;
+	return 0;
+}
+
+int
+heapprof__delta_raw_prepare(heapprof_delta *d)
+{
+	const pprof_dec *dec = &d->dec;
+	d->klast = DELTA_NONE;
+	/* Address-0 locations are identified by their lines' contents, which
+	 * the snapshot does not cover: no raw cache for such profiles. */
+	bool ok = dec->ntypes <= DELTA_RAW_MAXT;
+	for (size_t i = 0; i < dec->nlocs && ok; i++)
+		ok = dec->loc_addr[i] != 0;
+	if (ok && same_dict(d)) {
+		d->raw_ok = true;
+		return 0;
+	}
+	heapprof__delta_raw_invalidate(d);
+	d->raw_ok = false;
+	if (!ok)
+		return 0;
+	HP_TRY(snapshot(d));
+	d->raw_ok = true;
+	return 0;
+}
+
+/* Splits a sample body around its one packed values field (tag 0x12):
+ * identity = [body, vs) + [ve, end). Only the one-byte tags every pprof
+ * writer uses; anything else returns -1 (slow path). */
+HP_INLINE int
+split(const uint8_t *body, size_t len, const uint8_t **vs,
+      const uint8_t **ve, const uint8_t **vd)
+{
+	const uint8_t *p = body, *e = body + len;
+	*vs = NULL;
+	while (p < e) {
+		uint8_t tag = *p;
+		if (tag != 0x0a && tag != 0x12 && tag != 0x1a)
+			return -1;
+		const uint8_t *q = p + 1;
+		uint64_t n;
+		if (rd_varint(&q, e, &n) < 0 || n > (uint64_t)(e - q))
+			return -1;
+		if (tag == 0x12) {
+			if (*vs)
+				return -1;
+			*vs = p;
+			*vd = q;
+			*ve = q + n;
+		}
+		p = q + n;
+	}
+	return *vs ? 0 : -1;
+}
+
+int
+heapprof__delta_raw_lookup(heapprof_delta *d, uint32_t off, uint32_t len,
+                           int64_t *vals, uint32_t *kid)
+{
+	const uint8_t *body = d->dec.buf + off;
+	const uint8_t *vs = NULL, *ve = NULL, *vd = NULL;
+	if (split(body, len, &vs, &ve, &vd) < 0)
+		return 0;
+	size_t la = (size_t)(vs - body), lb = (size_t)(body + len - ve);
+	uint32_t c = d->klast == DELTA_NONE ? d->khead : d->kraw[d->klast].next;
+	const delta_kraw *r = NULL;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (c < d->keys.n && d->kraw[c].len == la + lb &&
+		    memcmp(d->raw + d->kraw[c].off, body, la) == 0 &&
+		    memcmp(d->raw + d->kraw[c].off + la, ve, lb) == 0) {
+			r = &d->kraw[c];
+			break;
+		}
+		c = d->klast == DELTA_NONE ? 0 : d->klast + 1;
+	}
+	if (!r)
+		return 0;
+	/* Values: exactly ntypes varints filling the field. */
+	size_t nt = d->dec.ntypes, n = 0;
+	const uint8_t *p = vd;
+	while (p < ve) {
+		uint64_t v;
+		if (n == nt || rd_varint(&p, ve, &v) < 0)
+			return 0;
+		vals[n++] = (int64_t)v;
+	}
+	if (n != nt)
+		return 0;
+	*kid = c;
+	d->raw_hits++;
+	return 1;
+}
+
+int
+heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
+                           uint32_t len)
+{
+	const uint8_t *body = d->dec.buf + off;
+	const uint8_t *vs = NULL, *ve = NULL, *vd = NULL;
+	if (split(body, len, &vs, &ve, &vd) < 0)
+		return 0;
+	size_t la = (size_t)(vs - body), lb = (size_t)(body + len - ve);
+	size_t n = la + lb;
+	delta_kraw *r = &d->kraw[kid];
+	if (r->len != DELTA_NONE && r->len >= n) {
+		/* Fits where the old bytes were. */
+		d->raw_garbage += r->len - n;
+	} else {
+		if (r->len != DELTA_NONE)
+			d->raw_garbage += r->len;
+		if (d->raw_garbage > 65536 && d->raw_garbage * 2 > d->raw_len) {
+			/* Mostly dead bytes: start over (keeps capacity). */
+			uint32_t head = d->khead;
+			heapprof__delta_raw_invalidate(d);
+			d->khead = head;
+			d->have_dict = true;
+		}
+		if (d->raw_len + n > UINT32_MAX)
+			return 0;
+		HP_TRY(heapprof__delta_grow(d, &d->raw, &d->raw_cap,
+		                            d->raw_len + n + 1, 1));
+		r->off = (uint32_t)d->raw_len;
+		d->raw_len += n;
+	}
+	memcpy(d->raw + r->off, body, la);
+	memcpy(d->raw + r->off + la, ve, lb);
+	r->len = (uint32_t)n;
+	return 0;
+}
+
+void
+heapprof__delta_raw_link(heapprof_delta *d, uint32_t kid)
+{
+	if (d->klast == DELTA_NONE)
+		d->khead = kid;
+	else
+		d->kraw[d->klast].next = kid;
+	d->klast = kid;
+}
