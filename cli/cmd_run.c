@@ -36,6 +36,13 @@ usage(FILE *f)
 	        "      --unwind fp       frame-pointer unwinder instead of libunwind\n"
 	        "      --depth N         frames per stack, 1..64 (default 64)\n"
 	        "      --no-exit-dump    no profile at exit\n"
+	        "      --mode delta      periodic files hold each interval's allocations\n"
+	        "                        (and the in-use state), for file-shipping agents\n"
+	        "      --http ADDR       serve /debug/pprof/heap and /allocs on ADDR\n"
+	        "                        (e.g. 127.0.0.1:6060; loopback only unless\n"
+	        "                        HEAPPROF_HTTP_ALLOW_REMOTE=1)\n"
+	        "      --push URL        send each interval's profile to a Pyroscope\n"
+	        "                        server (http://host:4040); --app NAME names it\n"
 	        "  -h, --help            this help\n"
 	        "\n"
 	        "The profile opens with `heapprof top FILE` or `go tool pprof FILE`.\n");
@@ -94,6 +101,10 @@ cli_run(int argc, char **argv)
 		{"unwind", required_argument, NULL, 'u'},
 		{"depth", required_argument, NULL, 'd'},
 		{"no-exit-dump", no_argument, NULL, 'x'},
+		{"mode", required_argument, NULL, 'm'},
+		{"http", required_argument, NULL, 'H'},
+		{"push", required_argument, NULL, 'P'},
+		{"app", required_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -164,6 +175,35 @@ cli_run(int argc, char **argv)
 			break;
 		case 'x':
 			if (setenv_checked("HEAPPROF_EXIT", "0"))
+				return 2;
+			break;
+		case 'm':
+			if (strcmp(optarg, "delta") && strcmp(optarg, "cumulative")) {
+				cli_err("run: --mode '%s': expected delta or cumulative",
+				        optarg);
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_MODE", optarg))
+				return 2;
+			break;
+		case 'H':
+			if (!strchr(optarg, ':')) {
+				cli_err("run: --http '%s': expected HOST:PORT", optarg);
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_HTTP", optarg))
+				return 2;
+			break;
+		case 'P':
+			if (strncmp(optarg, "http://", 7) != 0) {
+				cli_err("run: --push '%s': expected an http:// URL", optarg);
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_PUSH", optarg))
+				return 2;
+			break;
+		case 'A':
+			if (setenv_checked("HEAPPROF_APP", optarg))
 				return 2;
 			break;
 		case 'h':

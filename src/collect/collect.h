@@ -49,6 +49,11 @@ typedef struct hp_config {
 	int signal;             /* dump signal number, 0 = none */
 	int at_exit;            /* dump at exit */
 	char out[4096];         /* output path template (%p pid, %n sequence) */
+	int mode_delta;         /* periodic files hold the interval's allocations */
+	char http[256];         /* endpoint address, "" = none */
+	int http_allow_remote;  /* HEAPPROF_HTTP_ALLOW_REMOTE=1 */
+	char push[512];         /* push URL, "" = none */
+	char app[256];          /* application name for push */
 } hp_config;
 
 /* Written once by the constructor before sampling is enabled; read-only
@@ -260,8 +265,11 @@ int heapprof__snapshot_write(heapprof_write_fn *write, void *arg, int text);
 
 /* ---------------------------------------------------------------- init.c */
 
-/* Warns once per `key` on stderr, with write(2): never stdio. */
+/* Warns once per message (the pointer identifies it) on stderr, with
+ * write(2): never stdio. */
 void heapprof__warn(const char *msg);
+/* Prints a message built at run time; the caller ensures it is once. */
+void heapprof__warn_dup(const char *msg);
 /* Counters of things the profiler had to give up on. */
 extern HP_HIDDEN _Atomic uint64_t heapprof__dropped_samples;
 

@@ -58,6 +58,21 @@ heapprof__warn(const char *msg)
 	}
 }
 
+/* A warning whose text is built at run time: printed as is (callers make
+ * sure it happens once). */
+void
+heapprof__warn_dup(const char *msg)
+{
+	char buf[700];
+	int n = snprintf(buf, sizeof(buf), "heapprof[%ld]: %s\n", (long)getpid(),
+	                 msg);
+	if (n > 0) {
+		ssize_t w = write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n
+		                                                  : sizeof(buf) - 1);
+		(void)w;
+	}
+}
+
 /* Warnings about the environment name the variable, so they are built
  * here and printed once per process (the constructor runs once). */
 static void
@@ -128,6 +143,31 @@ read_env(hp_config *c)
 		else
 			warn_env("HEAPPROF_EXIT", v, "is not 0 or 1", "1");
 	}
+	if ((v = getenv("HEAPPROF_MODE")) && *v) {
+		if (!strcmp(v, "delta"))
+			c->mode_delta = 1;
+		else if (strcmp(v, "cumulative"))
+			warn_env("HEAPPROF_MODE", v, "is not cumulative or delta",
+			         "cumulative");
+	}
+	if ((v = getenv("HEAPPROF_HTTP")) && *v) {
+		if (strlen(v) < sizeof(c->http) && strchr(v, ':'))
+			strcpy(c->http, v);
+		else
+			warn_env("HEAPPROF_HTTP", v, "is not HOST:PORT",
+			         "no endpoint");
+	}
+	if ((v = getenv("HEAPPROF_HTTP_ALLOW_REMOTE")) && !strcmp(v, "1"))
+		c->http_allow_remote = 1;
+	if ((v = getenv("HEAPPROF_PUSH")) && *v) {
+		if (strlen(v) < sizeof(c->push) && !strncmp(v, "http://", 7))
+			strcpy(c->push, v);
+		else
+			warn_env("HEAPPROF_PUSH", v, "is not an http:// URL",
+			         "no push");
+	}
+	if ((v = getenv("HEAPPROF_APP")) && *v && strlen(v) < sizeof(c->app))
+		strcpy(c->app, v);
 	const char *dflt = c->text ? "heapprof.%p.%n.heap" : "heapprof.%p.%n.pb.gz";
 	v = getenv("HEAPPROF_OUT");
 	if (v && *v && strlen(v) < sizeof(c->out))

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../collect/collect.h"
@@ -102,8 +103,11 @@ main_pid(void)
 
 /* Writes the profile to `path` atomically. Called with dump_lock held and
  * the thread's busy flag set. */
+/* In HEAPPROF_MODE=delta, where the last periodic file ended (dump_lock). */
+static hp_baseline period_base;
+
 static int
-write_file(const char *path)
+write_file(const char *path, int periodic)
 {
 	char tmp[4200];
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >=
@@ -114,7 +118,17 @@ write_file(const char *path)
 	if (fd < 0)
 		return -errno;
 	struct fd_out o = {fd};
-	int rc = heapprof__snapshot_write(fd_write, &o, heapprof__cfg.text);
+	hp_snap_opts so;
+	memset(&so, 0, sizeof(so));
+	so.text = heapprof__cfg.text;
+	if (periodic && heapprof__cfg.mode_delta && !so.text) {
+		/* Each file: the allocations since the previous one, and
+		 * the in-use state now. */
+		so.kind = HP_SNAP_DELTA_ALLOC;
+		so.base = &period_base;
+		so.next_base = &period_base;
+	}
+	int rc = heapprof__snapshot_write_ex(fd_write, &o, &so);
 	if (close(fd) != 0 && rc == 0)
 		rc = -errno;
 	if (rc == 0 && rename(tmp, path) != 0)
@@ -141,7 +155,7 @@ dump_locked(const char *path_or_null)
 			seq++;
 	}
 	if (rc == 0)
-		rc = write_file(path);
+		rc = write_file(path, path_or_null == NULL);
 	if (rc != 0 && !atomic_exchange(&write_warned, 1)) {
 		char msg[4400];
 		snprintf(msg, sizeof(msg),
@@ -177,28 +191,67 @@ on_signal(int sig, siginfo_t *si, void *uc)
 	(void)sig, (void)si, (void)uc;
 }
 
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+heapprof__serve_snapshot(heapprof_write_fn *write_fn, void *arg,
+                         const hp_snap_opts *o)
+{
+	pthread_mutex_lock(&dump_lock);
+	int rc = heapprof__snapshot_write_ex(write_fn, arg, o);
+	pthread_mutex_unlock(&dump_lock);
+	return rc;
+}
+
+/* The background thread: periodic dumps, signal-triggered dumps and the
+ * HTTP endpoint, multiplexed with poll(). */
 static void *
 thread_main(void *arg)
 {
 	(void)arg;
 	hp_tls *t = &heapprof__tls;
 	t->busy++; /* nothing this thread allocates is the program's */
-	int timeout = heapprof__cfg.interval > 0 ? heapprof__cfg.interval * 1000
-	                                         : -1;
+	int64_t period = heapprof__cfg.interval > 0
+	                     ? (int64_t)heapprof__cfg.interval * 1000 : -1;
+	int64_t next_dump = period > 0 ? mono_ms() + period : -1;
+	struct pollfd pfd[64];
 	for (;;) {
-		struct pollfd pfd = {pipe_fd[0], POLLIN, 0};
-		int r = poll(&pfd, 1, timeout);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r > 0) {
-			char b[64];
-			ssize_t n = read(pipe_fd[0], b, sizeof(b));
-			if (n <= 0 && errno != EAGAIN && errno != EINTR)
-				break; /* pipe gone */
-		}
+		int64_t now = mono_ms();
+		int timeout = next_dump < 0 ? -1
+		              : next_dump > now ? (int)(next_dump - now) : 0;
+		pfd[0] = (struct pollfd){pipe_fd[0], POLLIN, 0};
+		int n = 1 + heapprof__http_fds(pfd + 1, 63, now, &timeout);
+		int r = poll(pfd, (nfds_t)n, timeout);
+		if (r < 0 && errno != EINTR)
+			break;
 		if (atomic_load(&exiting))
 			break;
-		dump(NULL);
+		now = mono_ms();
+		int want_dump = 0;
+		if (r > 0 && (pfd[0].revents & POLLIN)) {
+			char b[64];
+			while (read(pipe_fd[0], b, sizeof(b)) > 0)
+				; /* one dump for any number of signals */
+			want_dump = 1;
+		}
+		if (next_dump >= 0 && now >= next_dump) {
+			want_dump = 1;
+			next_dump += period;
+			if (next_dump <= now)
+				next_dump = now + period; /* fell behind: skip */
+		}
+		if (want_dump)
+			dump(NULL);
+		if (r > 0)
+			heapprof__http_process(pfd + 1, n - 1, now);
+		else
+			heapprof__http_process(pfd + 1, 0, now); /* deadlines */
 	}
 	return NULL;
 }
@@ -206,7 +259,23 @@ thread_main(void *arg)
 void
 heapprof__serve_start(void)
 {
-	if (heapprof__cfg.interval <= 0 && heapprof__cfg.signal <= 0)
+	if (heapprof__cfg.http[0]) {
+		int rc = heapprof__http_init(heapprof__cfg.http,
+		                             heapprof__cfg.http_allow_remote);
+		if (rc != 0) {
+			char msg[512];
+			snprintf(msg, sizeof(msg),
+			         "HEAPPROF_HTTP=%s: %s; the endpoint is off%s",
+			         heapprof__cfg.http,
+			         rc == -EPERM ? "not a loopback address" : heapprof_strerror(rc),
+			         rc == -EPERM ? " (HEAPPROF_HTTP_ALLOW_REMOTE=1 allows it)" : "");
+			heapprof__warn_dup(msg);
+		}
+	}
+	if (heapprof__cfg.push[0])
+		heapprof__push_start();
+	if (heapprof__cfg.interval <= 0 && heapprof__cfg.signal <= 0 &&
+	    heapprof__http_port() < 0)
 		return;
 	if (pipe2(pipe_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
 		heapprof__warn("cannot create a pipe: no periodic or signal dumps");

@@ -1,0 +1,39 @@
+/*
+ * http_req.h: the HTTP/1.x request parser of the profile endpoint: pure
+ * (bytes in, a parsed request out), bounded, allocation-free, fuzzable.
+ * Only what the endpoint needs: method, path, and the query parameters
+ * net/http/pprof reads (debug, gc, seconds).
+ */
+#ifndef HEAPPROF_HTTP_REQ_H
+#define HEAPPROF_HTTP_REQ_H
+
+#include <stddef.h>
+
+#define HTTP_MAX_PATH 256
+#define HTTP_MAX_VALUE 32
+
+typedef struct http_req {
+	char method[16];
+	char path[HTTP_MAX_PATH];      /* percent-decoded, without the query */
+	char debug[HTTP_MAX_VALUE];    /* raw parameter values ("" if absent) */
+	char gc[HTTP_MAX_VALUE];
+	char seconds[HTTP_MAX_VALUE];
+	int has_seconds;
+	size_t head_len;               /* bytes up to and including the blank line */
+} http_req;
+
+enum {
+	HTTP_REQ_OK = 0,
+	HTTP_REQ_MORE = 1,     /* the head is not complete yet */
+	HTTP_REQ_BAD = -1,     /* malformed: answer 400 */
+	HTTP_REQ_TOO_LONG = -2 /* a field is longer than we accept: answer 414 */
+};
+
+/* Parses the request head in buf[0..len). */
+int heapprof__http_parse(const char *buf, size_t len, http_req *r);
+
+/* strconv.Atoi as Go's handlers use it: an optional sign and decimal
+ * digits, fitting in 64 bits. Returns 0 and *out, or -1. */
+int heapprof__http_atoi(const char *s, long long *out);
+
+#endif
