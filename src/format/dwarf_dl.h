@@ -19,7 +19,8 @@
 	X(dwfl_standard_find_debuginfo) X(dwfl_build_id_find_elf)            \
 	X(dwfl_offline_section_address) X(dwfl_module_getelf)                 \
 	X(dwfl_module_getdwarf) X(dwfl_module_addrdie) X(dwfl_module_addrinfo) \
-	X(dwfl_module_getsrc) X(dwfl_lineinfo)                                \
+	X(dwarf_getsrc_die) X(dwarf_linesrc) X(dwarf_lineno)                  \
+	X(dwarf_nextcu) X(dwarf_ranges)                                       \
 	X(dwarf_getscopes) X(dwarf_getscopes_die) X(dwarf_offdie)             \
 	X(dwarf_dieoffset) X(dwarf_tag) X(dwarf_attr) X(dwarf_attr_integrate) \
 	X(dwarf_formstring) X(dwarf_formudata) X(dwarf_diename)               \
