@@ -47,6 +47,14 @@ enum {
 	HEAPPROF_EEMPTY = -4013,    /* empty input */
 	HEAPPROF_ENOTINIT = -4014,  /* the profiler is not loaded in this process */
 	HEAPPROF_EOVERFLOW = -4015, /* a count or size overflowed */
+	/* legacy text profiles (heapprof convert) */
+	HEAPPROF_ENOTLEGACY = -4100, /* first line is not a known heap header */
+	HEAPPROF_ESAMPLE = -4101,    /* malformed legacy sample line */
+	HEAPPROF_EZEROCOUNT = -4102, /* legacy sample: count 0, bytes not 0 */
+	HEAPPROF_EADDR = -4103,      /* stack address over 64 bits */
+	HEAPPROF_EJEMALLOC = -4104,  /* malformed jemalloc heap dump */
+	HEAPPROF_ENOTHEAP = -4105,   /* not a heap profile (sample types) */
+	HEAPPROF_ETEXTVALUE = -4106, /* value not expressible as legacy text */
 };
 
 /*! heapprof_strerror() :

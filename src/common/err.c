@@ -45,6 +45,21 @@ heapprof_strerror(int err)
 		return "heapprof is not active in this process";
 	case HEAPPROF_EOVERFLOW:
 		return "integer overflow";
+	case HEAPPROF_ENOTLEGACY:
+		return "not a legacy heap profile (unrecognized first line)";
+	case HEAPPROF_ESAMPLE:
+		return "malformed sample line in a legacy heap profile";
+	case HEAPPROF_EZEROCOUNT:
+		return "legacy heap sample with a count of 0 but nonzero bytes";
+	case HEAPPROF_EADDR:
+		return "stack address does not fit in 64 bits";
+	case HEAPPROF_EJEMALLOC:
+		return "malformed jemalloc heap profile line";
+	case HEAPPROF_ENOTHEAP:
+		return "not a heap profile (no objects/space sample types)";
+	case HEAPPROF_ETEXTVALUE:
+		return "value cannot be written as legacy text (negative allocation, "
+		       "count 0 with bytes, or a location without an address)";
 	default:
 		break;
 	}
