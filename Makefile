@@ -66,6 +66,17 @@ $(B)/libheapprof.a: $(LIB_OBJ)
 $(B)/heapprof: $(CLI_OBJ) $(TOOL_OBJ)
 	$(CC) -o $@ $^ -lz -lm
 
+# `heapprof flame`'s page: cli/flame_template.html as a C array (od and sed
+# only), included by cli/cmd_flame.c from $(B)/gen.
+$(B)/gen/flame_template.h: cli/flame_template.html
+	@mkdir -p $(dir $@)
+	{ echo '/* generated from $< by the Makefile */'; \
+	  echo 'static const char heapprof_flame_template[] = {'; \
+	  od -An -v -tx1 $< | sed 's/ *$$//; s/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '0x00};'; } >$@.tmp && mv $@.tmp $@
+$(B)/obj/cli/cmd_flame.o: $(B)/gen/flame_template.h
+$(B)/obj/cli/cmd_flame.o: ALLCFLAGS += -I$(B)/gen
+
 # Unit tests: test_collect_* link the capture modules (without interpose.o).
 # They link the capture modules that need no process-wide set-up (the test
 # defines the globals those use): no constructor, no interposed malloc.
@@ -108,7 +119,7 @@ $(B)/examples/leaky: examples/leaky.c
 # Debian packages: what building needs, and what the tests need on top.
 DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libunwind8 libdw-dev
 DEBS_TEST  := golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
-	python3 sqlite3 procps
+	python3 sqlite3 procps chromium
 deps:
 	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh
 deps-test:

@@ -24,6 +24,7 @@ static const struct {
 	{"delta", cli_delta, "subtract the cumulative values of two profiles"},
 	{"merge", cli_merge, "merge profiles of the same type into one"},
 	{"collapse", cli_collapse, "write a profile as folded stacks (flamegraph.pl)"},
+	{"flame", cli_flame, "write a profile as an HTML flame graph"},
 };
 
 static void
