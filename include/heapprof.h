@@ -316,6 +316,36 @@ HEAPPROF_API int heapprof_merge_ex(const heapprof_merge_input *in, size_t n,
                                    unsigned flags, size_t limit, size_t *failed,
                                    heapprof_write_fn *write, void *arg);
 
+/* ------------------------------------------------------------------------
+ * legacy / convert: legacy text heap profiles <-> profile.proto
+ * ---------------------------------------------------------------------- */
+
+#define HEAPPROF_CONVERT_GZIP 1u /* gzip the profile.proto output */
+
+/*! heapprof_legacy_to_pprof() :
+ *  Reads a legacy heap profile -- pprof's legacy heap text (Go debug=1
+ *  `heap/N`, gperftools `heapprofile`, `heap_v2/N`, `growthz`, ...) or a
+ *  jemalloc `heap_v2/N` per-thread dump -- gzip'd or not, and writes it as
+ *  profile.proto with the values, labels, locations and mappings pprof's
+ *  own legacy parser gives (jemalloc: unsampled as jeprof does).
+ *  @err_line : if not NULL, the 1-based line of a parse error (0: none).
+ *  @return : 0, or a negative code (HEAPPROF_ENOTLEGACY, _ESAMPLE,
+ *  _EZEROCOUNT, _EADDR, _EJEMALLOC, _EGZIP, -ENOMEM, write errors). */
+HEAPPROF_API int heapprof_legacy_to_pprof(const void *data, size_t len,
+                                          unsigned flags,
+                                          heapprof_write_fn *write, void *arg,
+                                          size_t *err_line);
+
+/*! heapprof_pprof_to_legacy() :
+ *  Writes a pprof heap profile (gzip'd or not) as legacy heap text that
+ *  `go tool pprof`, google-pprof and jeprof read back with the same values
+ *  per sample type and stack: `@ heapprofile` header (values taken as
+ *  they are, no unsampling), return addresses, MAPPED_LIBRARIES:.
+ *  @return : 0, or a negative code (HEAPPROF_ENOTHEAP, _ETEXTVALUE, decoder
+ *  errors, write errors); output may be partial on error. */
+HEAPPROF_API int heapprof_pprof_to_legacy(const void *data, size_t len,
+                                          heapprof_write_fn *write, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

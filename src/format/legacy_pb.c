@@ -12,6 +12,8 @@
  * without unit, locations with address and mapping only, drop_frames /
  * keep_frames set to pprof's allocator patterns, no time. A jemalloc dump
  * also gets a comment saying how its values were computed.
+ *
+ * Owns heapprof_legacy_to_pprof() (gzip'd input accepted, as pprof does).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -234,5 +236,37 @@ heapprof__legacy_write_pb(const hp_legacy *p, int gzip,
 			heapprof__gz_writer_abort(g);
 	}
 	free(g);
+	return rc;
+}
+
+HP_EXPORT int
+heapprof_legacy_to_pprof(const void *data, size_t len, unsigned flags,
+                         heapprof_write_fn *write, void *arg, size_t *err_line)
+{
+	if (err_line)
+		*err_line = 0;
+	if ((!data && len) || !write)
+		return -EINVAL;
+	uint8_t *plain = NULL;
+	const char *buf = data;
+	int rc = 0;
+	if (heapprof__gz_is_gzip(data, len)) {
+		rc = heapprof__gunzip(data, len, (size_t)1 << 30, NULL, NULL, &plain,
+		                      &len);
+		if (rc)
+			return rc;
+		buf = (const char *)plain;
+	}
+	hp_legacy p;
+	hp_legacy_err e;
+	rc = heapprof__legacy_parse(buf, len, &p, &e);
+	if (!rc) {
+		rc = heapprof__legacy_write_pb(&p, (flags & HEAPPROF_CONVERT_GZIP) != 0,
+		                               write, arg);
+		heapprof__legacy_free(&p);
+	} else if (err_line) {
+		*err_line = e.line;
+	}
+	free(plain);
 	return rc;
 }
