@@ -17,6 +17,7 @@ int cli_merge(int argc, char **argv);
 int cli_collapse(int argc, char **argv);
 int cli_flame(int argc, char **argv);
 int cli_convert(int argc, char **argv);
+int cli_symbolize(int argc, char **argv);
 
 /* Prints "heapprof: <fmt>" to stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -25,6 +25,7 @@ static const struct {
 	{"merge", cli_merge, "merge profiles of the same type into one"},
 	{"collapse", cli_collapse, "write a profile as folded stacks (flamegraph.pl)"},
 	{"flame", cli_flame, "write a profile as an HTML flame graph"},
+	{"symbolize", cli_symbolize, "add function names, files and lines (DWARF) to a profile"},
 	{"convert", cli_convert, "convert legacy text heap profiles to and from pprof"},
 };
 
