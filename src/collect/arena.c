@@ -66,3 +66,9 @@ heapprof__arena_atfork_release(void)
 {
 	pthread_mutex_unlock(&lock);
 }
+
+void
+heapprof__arena_atfork_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
+}

@@ -119,3 +119,9 @@ heapprof__bucket_atfork_release(void)
 {
 	pthread_mutex_unlock(&lock);
 }
+
+void
+heapprof__bucket_atfork_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
+}

@@ -142,6 +142,8 @@ void *heapprof__arena_alloc(size_t n);
 size_t heapprof__arena_bytes(void); /* total mapped, for the stats */
 void heapprof__arena_atfork_prepare(void);
 void heapprof__arena_atfork_release(void);
+/* In a forked child: the lock, as if new (see init.c's fork handlers). */
+void heapprof__arena_atfork_child(void);
 
 /* --------------------------------------------------------------- range.c */
 
@@ -186,6 +188,7 @@ void heapprof__range_stats(uint64_t *live_runs, uint64_t *mapped_bytes,
                            uint64_t *exhausted);
 void heapprof__range_atfork_prepare(void);
 void heapprof__range_atfork_release(void);
+void heapprof__range_atfork_child(void);
 
 /* --------------------------------------------------------------- stack.c */
 
@@ -221,6 +224,7 @@ hp_bucket *heapprof__bucket_list(void);
 uint64_t heapprof__bucket_count(void);
 void heapprof__bucket_atfork_prepare(void);
 void heapprof__bucket_atfork_release(void);
+void heapprof__bucket_atfork_child(void);
 
 /* ------------------------------------------------------------ snapshot.c */
 

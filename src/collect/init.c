@@ -181,31 +181,71 @@ read_env(hp_config *c)
 
 /* ---------------------------------------------------------------- fork */
 
+/*
+ * The locks taken inside malloc (range, bucket, arena) are NOT held across
+ * fork. pthread_atfork prepare handlers run before glibc takes its stdio
+ * list lock and its own malloc locks; holding a malloc-path lock there
+ * inverts the order against a thread that holds a FILE lock and mallocs
+ * (getline) while a third thread's fflush(NULL) holds the list lock:
+ * glibc's tst-malloc-fork-deadlock pattern hung at rate 1. Their critical
+ * sections are short and publish with single ordered stores, so the child
+ * re-initialises the locks and uses the data as the fork found it (at
+ * worst a run or a bucket in flight is lost to the child).
+ *
+ * The dump lock (a lock nothing inside malloc takes) is held across fork,
+ * so the child never inherits a dump in progress, unless the forking
+ * thread is inside the profiler itself (a signal handler that forks, as
+ * in glibc's tst-mallocfork2): it may hold that lock, so it is left alone.
+ * Holding it across fork counts as being inside the profiler, since a
+ * signal can arrive in the middle of fork() and its handler fork again.
+ * Such nested forks happen only in single-threaded processes (glibc's
+ * fork serialises its handlers otherwise), so a small stack suffices.
+ */
+#define FORK_NEST 16
+static int fork_depth;
+static unsigned char fork_skip[FORK_NEST];
+
 static void
 atfork_prepare(void)
 {
-	heapprof__serve_atfork_prepare();
-	heapprof__bucket_atfork_prepare();
-	heapprof__arena_atfork_prepare();
-	heapprof__range_atfork_prepare();
+	hp_tls *t = &heapprof__tls;
+	int d = fork_depth++;
+	int skip = t->busy != 0 || d >= FORK_NEST;
+	if (d < FORK_NEST)
+		fork_skip[d] = (unsigned char)skip;
+	if (!skip) {
+		t->busy++;
+		heapprof__serve_atfork_prepare();
+	}
+}
+
+/* 1 if the matching prepare took the dump lock. */
+static int
+fork_pop(void)
+{
+	int d = --fork_depth;
+	return d < FORK_NEST && !fork_skip[d];
 }
 
 static void
 atfork_parent(void)
 {
-	heapprof__range_atfork_release();
-	heapprof__arena_atfork_release();
-	heapprof__bucket_atfork_release();
-	heapprof__serve_atfork_release(0);
+	if (fork_pop()) {
+		heapprof__serve_atfork_release(0);
+		heapprof__tls.busy--;
+	}
 }
 
 static void
 atfork_child(void)
 {
-	heapprof__range_atfork_release();
-	heapprof__arena_atfork_release();
-	heapprof__bucket_atfork_release();
-	heapprof__serve_atfork_release(1);
+	heapprof__range_atfork_child();
+	heapprof__arena_atfork_child();
+	heapprof__bucket_atfork_child();
+	if (fork_pop()) {
+		heapprof__serve_atfork_release(1);
+		heapprof__tls.busy--;
+	}
 }
 
 /* ------------------------------------------------------------- lifecycle */

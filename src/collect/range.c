@@ -148,6 +148,10 @@ heapprof__range_free(hp_obj *o)
 		madvise((void *)run, page << c, MADV_DONTNEED);
 	pthread_mutex_lock(&lock);
 	*(uintptr_t *)run = free_list[c];
+	/* The link before the head: a child forked at any instant of this
+	 * section (init.c does not hold this lock across fork) sees a
+	 * consistent list, at worst without this run. */
+	atomic_thread_fence(memory_order_release);
 	free_list[c] = run;
 	live_runs--;
 	pthread_mutex_unlock(&lock);
@@ -173,4 +177,10 @@ void
 heapprof__range_atfork_release(void)
 {
 	pthread_mutex_unlock(&lock);
+}
+
+void
+heapprof__range_atfork_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
 }
