@@ -4,7 +4,10 @@
  * sample types alloc_objects, alloc_space, inuse_objects, inuse_space, values
  * unsampled by scaleHeapSample, one numeric "bytes" label per sample (the
  * average object size), locations deduplicated by address, one mapping per
- * executable segment, function names from a caller-supplied symbolizer.
+ * executable segment, function names from a caller-supplied symbolizer,
+ * or, with symbolize_frames, one Line per source frame (inlined callees
+ * first; functions keyed on name, system name, file and start line) and
+ * mapping has_* flags that hold for every location of the mapping.
  *
  * Field order follows Go: period type, period, sample types, locations and
  * functions, samples, time, mappings, comments, and the string table last,
@@ -22,6 +25,7 @@
 
 #include "heapprof.h"
 #include "gz.h"
+#include "fntab.h"
 #include "heap_encode.h"
 #include "pb.h"
 #include "strtab.h"
@@ -146,7 +150,20 @@ typedef struct enc {
 	size_t *map_order; /* mapping indexes sorted by start */
 	uint64_t *loc_buf;
 	size_t loc_buf_cap;
+	/* With p->symbolize_frames: functions keyed on (name, system name,
+	 * file, start line), and per mapping what all its locations had. */
+	fntab fns;
+	uint8_t *map_flags; /* MF_* */
 } enc;
+
+enum {
+	MF_USED = 1,      /* the mapping has locations */
+	MF_FUNCTIONS = 2, /* ... each with a function */
+	MF_FILES = 4,     /* ... and every frame a file */
+	MF_LINES = 8,     /* ... and every frame a line */
+};
+
+#define MAX_FRAMES 64
 
 static int
 map_cmp(const void *a, const void *b, void *arg)
@@ -205,6 +222,77 @@ function_id(enc *e, const char *name, uint32_t *out)
 	return 0;
 }
 
+/* The function of a frame, written if new (frames mode). */
+static int
+frame_function(enc *e, const heapprof_frame *f, uint64_t *out)
+{
+	fntab_key k = {0};
+	const char *sys = f->system_name ? f->system_name : f->function;
+	HP_TRY(heapprof__strtab_intern(&e->st, f->function, strlen(f->function),
+	                               &k.name));
+	HP_TRY(heapprof__strtab_intern(&e->st, sys, strlen(sys), &k.system_name));
+	if (f->file)
+		HP_TRY(heapprof__strtab_intern(&e->st, f->file, strlen(f->file),
+		                               &k.filename));
+	k.start_line = f->start_line;
+	int is_new;
+	HP_TRY(heapprof__fntab_get(&e->fns, &k, out, &is_new));
+	if (is_new) {
+		heapprof__pb_begin(&e->w, P_FUNCTION);
+		heapprof__pb_varint_field(&e->w, 1, *out);
+		heapprof__pb_varint_field(&e->w, 2, k.name);
+		heapprof__pb_varint_field(&e->w, 3, k.system_name);
+		heapprof__pb_uint_opt(&e->w, 4, k.filename);
+		heapprof__pb_uint_opt(&e->w, 5, (uint64_t)k.start_line);
+		heapprof__pb_end(&e->w);
+	}
+	return 0;
+}
+
+/* Frames mode: asks symbolize_frames (then symbolize) for the frames of
+ * addr, writes their functions, and notes what the mapping has. Returns
+ * the number of lines in fid/line. */
+static int
+frame_lines(enc *e, uint64_t addr, long mi, uint64_t *fid, int64_t *line,
+            size_t *nout)
+{
+	const heapprof_mapping *m = mi >= 0 ? &e->p->mappings[mi] : NULL;
+	heapprof_frame fr[MAX_FRAMES];
+	size_t n = e->p->symbolize_frames(e->p->symbolize_frames_arg, addr, m,
+	                                  fr, MAX_FRAMES);
+	if (n > MAX_FRAMES)
+		n = MAX_FRAMES;
+	uint8_t has = MF_FUNCTIONS | MF_FILES | MF_LINES;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!fr[i].file || !fr[i].file[0])
+			has &= (uint8_t)~MF_FILES;
+		if (fr[i].line <= 0)
+			has &= (uint8_t)~MF_LINES;
+		if (!fr[i].function || !fr[i].function[0])
+			continue;
+		HP_TRY(frame_function(e, &fr[i], &fid[k]));
+		line[k++] = fr[i].line;
+	}
+	if (k == 0 && e->p->symbolize) {
+		heapprof_frame f = {0};
+		f.function = e->p->symbolize(e->p->symbolize_arg, addr, m);
+		if (f.function && *f.function) {
+			HP_TRY(frame_function(e, &f, &fid[0]));
+			line[k++] = 0;
+		}
+		has &= (uint8_t)~(MF_FILES | MF_LINES);
+	}
+	if (k == 0)
+		has = 0;
+	if (mi >= 0)
+		e->map_flags[mi] = e->map_flags[mi] & MF_USED
+		                       ? (uint8_t)(e->map_flags[mi] & (has | MF_USED))
+		                       : (uint8_t)(has | MF_USED);
+	*nout = k;
+	return 0;
+}
+
 /* Writes the Location for addr if new; returns its id. */
 static int
 location_id(enc *e, uint64_t addr, uint64_t *out)
@@ -219,6 +307,25 @@ location_id(enc *e, uint64_t addr, uint64_t *out)
 	uint32_t id = e->locs.vals[slot] = ++e->nloc;
 	long mi = find_mapping(e, addr);
 	uint32_t fid = 0;
+	if (e->p->symbolize_frames) {
+		uint64_t fids[MAX_FRAMES];
+		int64_t lines[MAX_FRAMES];
+		size_t n = 0;
+		HP_TRY(frame_lines(e, addr, mi, fids, lines, &n));
+		heapprof__pb_begin(&e->w, P_LOCATION);
+		heapprof__pb_varint_field(&e->w, 1, id);
+		heapprof__pb_uint_opt(&e->w, 2, mi >= 0 ? (uint64_t)mi + 1 : 0);
+		heapprof__pb_varint_field(&e->w, 3, addr);
+		for (size_t k = 0; k < n; k++) {
+			heapprof__pb_begin(&e->w, 4); /* Line */
+			heapprof__pb_varint_field(&e->w, 1, fids[k]);
+			heapprof__pb_uint_opt(&e->w, 2, (uint64_t)lines[k]);
+			heapprof__pb_end(&e->w);
+		}
+		heapprof__pb_end(&e->w);
+		*out = id;
+		return 0;
+	}
 	if (e->p->symbolize) {
 		const char *name = e->p->symbolize(
 			e->p->symbolize_arg, addr, mi >= 0 ? &e->p->mappings[mi] : NULL);
@@ -331,6 +438,15 @@ encode_body(enc *e)
 		heapprof__pb_uint_opt(&e->w, 4, m->offset);
 		heapprof__pb_uint_opt(&e->w, 5, file);
 		heapprof__pb_uint_opt(&e->w, 6, bid);
+		if (e->map_flags && (e->map_flags[i] & MF_FUNCTIONS)) {
+			/* Frames mode: flags true of every location. */
+			unsigned f = e->map_flags[i];
+			heapprof__pb_varint_field(&e->w, 7, 1);
+			heapprof__pb_uint_opt(&e->w, 8, !!(f & MF_FILES));
+			heapprof__pb_uint_opt(&e->w, 9, !!(f & MF_LINES));
+			heapprof__pb_uint_opt(&e->w, 10,
+			                      (f & MF_FILES) && (f & MF_LINES));
+		}
 		heapprof__pb_end(&e->w);
 	}
 	for (size_t i = 0; i < p->ncomments; i++) {
@@ -380,6 +496,13 @@ heapprof__encode_heap_to(const heapprof_heap_profile *p, unsigned flags,
 		qsort_r(e.map_order, p->nmappings, sizeof(size_t), map_cmp,
 		        (void *)p->mappings);
 	}
+	if (p->symbolize_frames && p->nmappings) {
+		e.map_flags = calloc(p->nmappings, 1);
+		if (!e.map_flags) {
+			free(e.map_order);
+			return -ENOMEM;
+		}
+	}
 	heapprof__pb_init(&e.w, NULL, NULL, sink, sink_ctx);
 	int rc = heapprof__strtab_init(&e.st);
 	if (rc == 0)
@@ -391,6 +514,8 @@ heapprof__encode_heap_to(const heapprof_heap_profile *p, unsigned flags,
 	free(e.fn_ids);
 	free(e.map_order);
 	free(e.loc_buf);
+	free(e.map_flags);
+	heapprof__fntab_free(&e.fns);
 	return rc;
 }
 

@@ -17,15 +17,10 @@
 
 #include "heapprof.h"
 #include "symbolize.h"
+#include "fntab.h"
 #include "strtab.h"
 
 #define MAX_FRAMES 64
-
-typedef struct fn_slot {
-	uint32_t name, sys, file; /* strtab ids of the new strings */
-	int64_t start;
-	uint64_t id; /* 0: empty slot */
-} fn_slot;
 
 typedef struct new_line {
 	uint64_t function_id;
@@ -44,9 +39,7 @@ typedef struct obuf {
 typedef struct sym {
 	pprof_dec *d;
 	strtab st;
-	fn_slot *fns;
-	size_t nfns, fns_cap;
-	uint64_t next_fn_id;
+	fntab fns;
 	pb_writer fw; /* the new Function fields (no sink) */
 	new_line *lines;
 	size_t nlines, lines_cap;
@@ -100,68 +93,27 @@ intern(sym *s, const char *str, uint32_t *id)
 	return heapprof__strtab_intern(&s->st, str, strlen(str), id);
 }
 
-static uint64_t
-fn_hash(const fn_slot *k)
-{
-	uint64_t h = k->name * 0x9e3779b97f4a7c15ULL;
-	h ^= (k->sys + 0x632be59bd9b4e019ULL) * 0xc2b2ae3d27d4eb4fULL;
-	h ^= (k->file + ((uint64_t)k->start << 32)) * 0x165667b19e3779f9ULL;
-	return h ^ (h >> 31);
-}
-
-static int
-fns_grow(sym *s)
-{
-	size_t nc = s->fns_cap ? s->fns_cap * 2 : 1024;
-	fn_slot *nv = calloc(nc, sizeof(*nv));
-	if (!nv)
-		return -ENOMEM;
-	for (size_t i = 0; i < s->fns_cap; i++) {
-		if (!s->fns[i].id)
-			continue;
-		size_t j = fn_hash(&s->fns[i]) & (nc - 1);
-		while (nv[j].id)
-			j = (j + 1) & (nc - 1);
-		nv[j] = s->fns[i];
-	}
-	free(s->fns);
-	s->fns = nv;
-	s->fns_cap = nc;
-	return 0;
-}
-
 /* The id of the function of frame f, writing a new Function if needed. */
 static int
 function_id(sym *s, const heapprof_frame *f, uint64_t *out)
 {
-	fn_slot k = {0};
+	fntab_key k = {0};
 	const char *sys = f->system_name ? f->system_name : f->function;
 	HP_TRY(intern(s, f->function, &k.name));
-	HP_TRY(intern(s, sys, &k.sys));
-	HP_TRY(intern(s, f->file, &k.file));
-	k.start = f->start_line;
-	if ((s->nfns + 1) * 2 > s->fns_cap)
-		HP_TRY(fns_grow(s));
-	size_t j = fn_hash(&k) & (s->fns_cap - 1);
-	for (; s->fns[j].id; j = (j + 1) & (s->fns_cap - 1)) {
-		const fn_slot *e = &s->fns[j];
-		if (e->name == k.name && e->sys == k.sys && e->file == k.file &&
-		    e->start == k.start) {
-			*out = e->id;
-			return 0;
-		}
-	}
-	k.id = s->next_fn_id++;
-	s->fns[j] = k;
-	s->nfns++;
+	HP_TRY(intern(s, sys, &k.system_name));
+	HP_TRY(intern(s, f->file, &k.filename));
+	k.start_line = f->start_line;
+	int is_new;
+	HP_TRY(heapprof__fntab_get(&s->fns, &k, out, &is_new));
+	if (!is_new)
+		return 0;
 	heapprof__pb_begin(&s->fw, PPROF_FUNCTION);
-	heapprof__pb_varint_field(&s->fw, 1, k.id);
+	heapprof__pb_varint_field(&s->fw, 1, *out);
 	heapprof__pb_uint_opt(&s->fw, 2, out_str(s, k.name));
-	heapprof__pb_uint_opt(&s->fw, 3, out_str(s, k.sys));
-	heapprof__pb_uint_opt(&s->fw, 4, out_str(s, k.file));
-	heapprof__pb_uint_opt(&s->fw, 5, (uint64_t)k.start);
+	heapprof__pb_uint_opt(&s->fw, 3, out_str(s, k.system_name));
+	heapprof__pb_uint_opt(&s->fw, 4, out_str(s, k.filename));
+	heapprof__pb_uint_opt(&s->fw, 5, (uint64_t)k.start_line);
 	heapprof__pb_end(&s->fw);
-	*out = k.id;
 	return s->fw.err;
 }
 
@@ -360,10 +312,8 @@ heapprof__symbolize_profile(pprof_dec *d, const bool *which,
 		s.ob->ctx = sink_ctx;
 		heapprof__pb_init(&s.ow, NULL, NULL, ob_write, s.ob);
 		for (size_t i = 0; i < d->nfuncs; i++)
-			if (d->funcs[i].id >= s.next_fn_id)
-				s.next_fn_id = d->funcs[i].id + 1;
-		if (s.next_fn_id == 0)
-			s.next_fn_id = 1;
+			if (d->funcs[i].id >= s.fns.next)
+				s.fns.next = d->funcs[i].id + 1;
 	}
 	for (size_t i = 0; rc == 0 && i < d->nmaps; i++) {
 		pprof_mapping m;
@@ -401,7 +351,7 @@ heapprof__symbolize_profile(pprof_dec *d, const bool *which,
 	free(s.loc_first);
 	free(s.loc_n);
 	free(s.lines);
-	free(s.fns);
+	heapprof__fntab_free(&s.fns);
 	free(s.ob);
 	heapprof__pb_free(&s.fw);
 	heapprof__pb_free(&s.ow);

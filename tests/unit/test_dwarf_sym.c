@@ -4,7 +4,9 @@
  * call (__LINE__), an always_inline function as an inlined frame in front of
  * its caller, libz's deflate (a shared library: a name from .dynsym), a
  * build id that does not match (no frames, one warning), a missing file,
- * and the heapprof_symbolize_fn / heapprof_symbolize_frames_fn shapes.
+ * the heapprof_symbolize_fn / heapprof_symbolize_frames_fn shapes, and
+ * heapprof_encode_heap() with symbolize_frames (what a dump writes with
+ * HEAPPROF_SYMBOLIZE=dwarf): Lines, functions and mapping flags.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include "elffile.h"
 #include "heapprof.h"
 #include "maps.h"
+#include "pprof_dec.h"
 #include "test.h"
 
 static void *volatile seen_ra;
@@ -220,6 +223,124 @@ TEST(missing_and_odd_inputs)
 	heapprof__dwsym_free(NULL);
 }
 
+static int
+buf_write(void *arg, const void *p, size_t n)
+{
+	uint8_t **b = arg; /* b[0] = data, b[1] = (uint8_t *)len */
+	size_t len = (size_t)(uintptr_t)b[1];
+	uint8_t *nb = realloc(b[0], len + n);
+	if (!nb)
+		return -1;
+	memcpy(nb + len, p, n);
+	b[0] = nb;
+	b[1] = (uint8_t *)(uintptr_t)(len + n);
+	return 0;
+}
+
+/* The name of the function of line k of location id `id`, and its line. */
+static const char *
+line_of(pprof_dec *d, uint64_t id, size_t k, int64_t *line, size_t *nlines)
+{
+	static char name[128];
+	pprof_location l;
+	pprof_function f;
+	long li = heapprof__pprof_find_location(d, id);
+	if (li < 0 || heapprof__pprof_location(d, (size_t)li, &l) < 0)
+		return NULL;
+	*nlines = l.nlines;
+	if (k >= l.nlines)
+		return NULL;
+	*line = l.lines[k].line;
+	long fi = heapprof__pprof_find_function(d, l.lines[k].function_id);
+	if (fi < 0 || heapprof__pprof_function(d, (size_t)fi, &f) < 0)
+		return NULL;
+	size_t n;
+	const char *s = heapprof__pprof_string(d, f.name, &n);
+	snprintf(name, sizeof(name), "%.*s", (int)n, s);
+	return name;
+}
+
+TEST(encode_heap_with_frames)
+{
+	seen_ra = NULL;
+	dwsym_outer(1);
+	REQUIRE(seen_ra);
+	uint64_t stack[2] = {(uint64_t)(uintptr_t)seen_ra - 1,
+	                     (uint64_t)(uintptr_t)&dwsym_outer};
+	heapprof_record r;
+	memset(&r, 0, sizeof(r));
+	r.alloc_objects = 1;
+	r.alloc_bytes = 64;
+	r.stack = stack;
+	r.depth = 2;
+	heapprof_mapping *ms = calloc(maps.n + 1, sizeof(*ms));
+	REQUIRE(ms);
+	for (size_t i = 0; i < maps.n; i++)
+		mapping_of(maps.v[i].start, &ms[i]);
+	heapprof_dwsym *s = new_sym();
+	heapprof_heap_profile p;
+	memset(&p, 0, sizeof(p));
+	p.records = &r;
+	p.nrecords = 1;
+	p.rate = 1;
+	p.mappings = ms;
+	p.nmappings = maps.n;
+	p.symbolize_frames = heapprof__dwsym_symbolize_frames;
+	p.symbolize_frames_arg = s;
+	uint8_t *b[2] = {NULL, NULL};
+	CHECK_EQ(heapprof_encode_heap(&p, 0, buf_write, b), 0);
+	pprof_dec d;
+	heapprof__pprof_dec_init(&d, NULL, NULL);
+	CHECK_EQ(heapprof__pprof_check(&d, b[0], (size_t)(uintptr_t)b[1]), 0);
+	REQUIRE(heapprof__pprof_dec_open(&d, b[0], (size_t)(uintptr_t)b[1]) == 0);
+	int64_t line = 0;
+	size_t nl = 0;
+	/* Location 1: the inlined call, two lines, callee first. */
+	CHECK_STR(line_of(&d, 1, 0, &line, &nl), "inlined_leaf");
+	CHECK_EQ(nl, 2);
+	CHECK_EQ(line, seen_line);
+	CHECK_STR(line_of(&d, 1, 1, &line, &nl), "dwsym_outer");
+	CHECK_EQ(line, outer_call_line);
+	/* Location 2: the function's entry; its real function last. */
+	const char *last = line_of(&d, 2, 0, &line, &nl);
+	if (nl > 1)
+		last = line_of(&d, 2, nl - 1, &line, &nl);
+	CHECK_STR(last, "dwsym_outer");
+	/* The functions carry file and start line; the mapping all flags. */
+	int found = 0;
+	for (size_t i = 0; i < d.nfuncs; i++) {
+		pprof_function f;
+		REQUIRE(heapprof__pprof_function(&d, i, &f) == 0);
+		if (!heapprof__pprof_string_eq(&d, f.name, "dwsym_outer"))
+			continue;
+		found++;
+		CHECK_EQ(f.start_line, outer_decl_line);
+		size_t n;
+		const char *fn = heapprof__pprof_string(&d, f.filename, &n);
+		CHECK(n > 16 && !memcmp(fn + n - 16, "test_dwarf_sym.c", 16));
+	}
+	CHECK_EQ(found, 1);
+	long mi = -1;
+	for (size_t i = 0; i < maps.n; i++)
+		if (maps.v[i].start <= stack[0] && stack[0] < maps.v[i].limit)
+			mi = (long)i;
+	REQUIRE(mi >= 0);
+	pprof_mapping m;
+	REQUIRE(heapprof__pprof_mapping(&d, (size_t)mi, &m) == 0);
+	CHECK(m.has_functions && m.has_filenames && m.has_line_numbers &&
+	      m.has_inline_frames);
+	/* Mappings without locations get no flags. */
+	for (size_t i = 0; i < d.nmaps; i++) {
+		REQUIRE(heapprof__pprof_mapping(&d, i, &m) == 0);
+		if ((long)i != mi)
+			CHECK(!m.has_functions && !m.has_filenames);
+	}
+	heapprof__pprof_dec_free(&d);
+	free(b[0]);
+	heapprof__dwsym_free(s);
+	free(ms);
+}
+
 int
 main(void)
 {
@@ -239,6 +360,7 @@ main(void)
 	RUN(shared_library);
 	RUN(build_id_checked);
 	RUN(missing_and_odd_inputs);
+	RUN(encode_heap_with_frames);
 	heapprof__maps_free(&maps);
 	TEST_MAIN_END();
 }
