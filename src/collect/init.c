@@ -12,6 +12,8 @@
  *   HEAPPROF_UNWIND    libunwind (default) or fp
  *   HEAPPROF_DEPTH     frames per stack, 1..64 (64)
  *   HEAPPROF_EXIT      1 (default): dump at exit; 0: don't
+ * All are read with secure_getenv: a setuid or setgid program ignores them
+ * and writes no profile unless it calls heapprof_dump_file() itself.
  */
 #include <errno.h>
 #include <signal.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -97,39 +100,39 @@ read_env(hp_config *c)
 {
 	const char *v;
 	int64_t n;
-	if ((v = getenv("HEAPPROF_RATE")) && *v) {
+	if ((v = secure_getenv("HEAPPROF_RATE")) && *v) {
 		if (heapprof__parse_size(v, &n) == 0)
 			c->rate = n;
 		else
 			warn_env("HEAPPROF_RATE", v, "is not a byte count", "524288");
 	}
-	if ((v = getenv("HEAPPROF_DEPTH")) && *v) {
+	if ((v = secure_getenv("HEAPPROF_DEPTH")) && *v) {
 		if (heapprof__parse_size(v, &n) == 0 && n >= 1 && n <= HP_MAX_DEPTH)
 			c->depth = (int)n;
 		else
 			warn_env("HEAPPROF_DEPTH", v, "is not in 1..64", "64");
 	}
-	if ((v = getenv("HEAPPROF_UNWIND")) && *v) {
+	if ((v = secure_getenv("HEAPPROF_UNWIND")) && *v) {
 		if (!strcmp(v, "fp"))
 			c->unwind_fp = 1;
 		else if (strcmp(v, "libunwind") && strcmp(v, "dwarf"))
 			warn_env("HEAPPROF_UNWIND", v, "is not libunwind or fp",
 			         "libunwind");
 	}
-	if ((v = getenv("HEAPPROF_FORMAT")) && *v) {
+	if ((v = secure_getenv("HEAPPROF_FORMAT")) && *v) {
 		if (!strcmp(v, "text"))
 			c->text = 1;
 		else if (strcmp(v, "pprof") && strcmp(v, "proto"))
 			warn_env("HEAPPROF_FORMAT", v, "is not pprof or text", "pprof");
 	}
-	if ((v = getenv("HEAPPROF_INTERVAL")) && *v) {
+	if ((v = secure_getenv("HEAPPROF_INTERVAL")) && *v) {
 		if (heapprof__parse_size(v, &n) == 0 && n <= 86400 * 365)
 			c->interval = (int)n;
 		else
 			warn_env("HEAPPROF_INTERVAL", v, "is not a number of seconds",
 			         "0 (no periodic dumps)");
 	}
-	if ((v = getenv("HEAPPROF_SIGNAL")) && *v) {
+	if ((v = secure_getenv("HEAPPROF_SIGNAL")) && *v) {
 		int sig;
 		if (heapprof__parse_signal(v, &sig) == 0)
 			c->signal = sig;
@@ -137,39 +140,39 @@ read_env(hp_config *c)
 			warn_env("HEAPPROF_SIGNAL", v, "is not a usable signal",
 			         "none");
 	}
-	if ((v = getenv("HEAPPROF_EXIT")) && *v) {
+	if ((v = secure_getenv("HEAPPROF_EXIT")) && *v) {
 		if (!strcmp(v, "0") || !strcmp(v, "1"))
 			c->at_exit = v[0] == '1';
 		else
 			warn_env("HEAPPROF_EXIT", v, "is not 0 or 1", "1");
 	}
-	if ((v = getenv("HEAPPROF_MODE")) && *v) {
+	if ((v = secure_getenv("HEAPPROF_MODE")) && *v) {
 		if (!strcmp(v, "delta"))
 			c->mode_delta = 1;
 		else if (strcmp(v, "cumulative"))
 			warn_env("HEAPPROF_MODE", v, "is not cumulative or delta",
 			         "cumulative");
 	}
-	if ((v = getenv("HEAPPROF_HTTP")) && *v) {
+	if ((v = secure_getenv("HEAPPROF_HTTP")) && *v) {
 		if (strlen(v) < sizeof(c->http) && strchr(v, ':'))
 			strcpy(c->http, v);
 		else
 			warn_env("HEAPPROF_HTTP", v, "is not HOST:PORT",
 			         "no endpoint");
 	}
-	if ((v = getenv("HEAPPROF_HTTP_ALLOW_REMOTE")) && !strcmp(v, "1"))
+	if ((v = secure_getenv("HEAPPROF_HTTP_ALLOW_REMOTE")) && !strcmp(v, "1"))
 		c->http_allow_remote = 1;
-	if ((v = getenv("HEAPPROF_PUSH")) && *v) {
+	if ((v = secure_getenv("HEAPPROF_PUSH")) && *v) {
 		if (strlen(v) < sizeof(c->push) && !strncmp(v, "http://", 7))
 			strcpy(c->push, v);
 		else
 			warn_env("HEAPPROF_PUSH", v, "is not an http:// URL",
 			         "no push");
 	}
-	if ((v = getenv("HEAPPROF_APP")) && *v && strlen(v) < sizeof(c->app))
+	if ((v = secure_getenv("HEAPPROF_APP")) && *v && strlen(v) < sizeof(c->app))
 		strcpy(c->app, v);
 	const char *dflt = c->text ? "heapprof.%p.%n.heap" : "heapprof.%p.%n.pb.gz";
-	v = getenv("HEAPPROF_OUT");
+	v = secure_getenv("HEAPPROF_OUT");
 	if (v && *v && strlen(v) < sizeof(c->out))
 		strcpy(c->out, v);
 	else {
@@ -275,6 +278,17 @@ heapprof_init(void)
 		return;
 	}
 	read_env(&heapprof__cfg);
+	/* Setuid or setgid (AT_SECURE): the environment is the invoking
+	 * user's, so read_env saw none of it (secure_getenv), and nothing is
+	 * written unless the program itself asks (heapprof_dump_file): no
+	 * exit dump into the working directory, no endpoint. */
+	if (getauxval(AT_SECURE)) {
+		heapprof__cfg.at_exit = 0;
+		heapprof__cfg.interval = 0;
+		heapprof__cfg.signal = 0;
+		heapprof__cfg.http[0] = 0;
+		heapprof__cfg.push[0] = 0;
+	}
 	if (heapprof__bucket_init() != 0) {
 		heapprof__warn("out of memory: profiling disabled");
 		t->busy--;
