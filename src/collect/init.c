@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/auxv.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -253,12 +254,31 @@ atfork_child(void)
 
 /* ------------------------------------------------------------- lifecycle */
 
+/* The exit dump runs on the exiting thread, whose signals are the
+ * program's: under a file-size limit (ulimit -f) the profile's write
+ * raised SIGXFSZ and killed the program at exit (status 153 instead of
+ * its own). SIGXFSZ is blocked for the dump, so the write fails with EFBIG
+ * (one warning, temporary file removed), and the signal the dump raised is
+ * consumed; one that was already pending is left alone. */
 static void
 exit_dump(void)
 {
 	hp_tls *t = &heapprof__tls;
 	t->busy++;
+	int saved = errno;
+	sigset_t xfsz, old, pend;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	int was_pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
 	heapprof__serve_exit();
+	if (!was_pending) {
+		struct timespec zero = {0, 0};
+		while (sigtimedwait(&xfsz, NULL, &zero) == SIGXFSZ)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = saved;
 	t->busy--;
 }
 
