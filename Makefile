@@ -84,6 +84,10 @@ COLLECT_UNIT_OBJ := $(addprefix $(B)/obj/src/collect/,sampler.o range.o bucket.o
 $(B)/tests/test_collect_%: tests/unit/test_collect_%.c $(COLLECT_UNIT_OBJ) $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -fno-omit-frame-pointer -Itests -Isrc/collect -o $@ $^ $(LIBS)
+# The endpoint's request parser is pure: tested without the capture half.
+$(B)/tests/test_http_req: tests/unit/test_http_req.c $(B)/obj/src/serve/http_req.o $(TOOL_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -Itests -Isrc/serve -o $@ $^ $(LIBS)
 $(B)/tests/test_%: tests/unit/test_%.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -Itests -Isrc/ops -o $@ $^ $(LIBS)
@@ -95,6 +99,34 @@ $(B)/tests/prog_%: tests/integration/prog_%.c
 $(B)/tests/prog_%: tests/integration/prog_%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lpthread
+# Reliability programs (tests/reliability/): the integration programs
+# flags plus warnings as errors; librchurn.so is what rprog_dlchurn loads;
+# rprog_secure_linked links the static library (setuid test).
+RTEST_C  := $(wildcard tests/reliability/rprog_*.c)
+RTEST_CC := $(wildcard tests/reliability/rprog_*.cc)
+RTEST_BIN := $(patsubst tests/reliability/%.c,$(B)/tests/%,$(RTEST_C)) \
+	$(patsubst tests/reliability/%.cc,$(B)/tests/%,$(RTEST_CC)) \
+	$(B)/tests/librchurn.so $(B)/tests/rprog_secure_linked
+$(B)/tests/rprog_%: tests/reliability/rprog_%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -Iinclude -o $@ $< -lpthread -ldl
+$(B)/tests/rprog_%: tests/reliability/rprog_%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -fsized-deallocation -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -o $@ $< -lpthread
+$(B)/tests/librchurn.so: tests/reliability/rlib_churn.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O1 -g -fPIC -shared $(WARN) -o $@ $<
+$(B)/tests/rprog_secure_linked: tests/reliability/rprog_secure.c $(B)/libheapprof.a
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -o $@ $< $(B)/libheapprof.a $(LIBS)
+tests-build: $(RTEST_BIN)
+# The long tier of tests/reliability (REL_TIER=stress): more iterations,
+# 200 kill -9s, CPython's regression suite under the profiler.
+.PHONY: stress
+stress: deps-test
+	$(MAKE) all tests-build
+	sh tests/reliability/stress.sh
+
 # bench_merge links the tool half too (merge and pprof decoder).
 $(B)/bench/bench_merge: bench/bench_merge.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
@@ -151,7 +183,7 @@ $(B)/pprofcheck: tests/oracle/pprofcheck/main.go
 # the replay binaries run the seed corpus without libFuzzer (gcc + ASan and
 # UBSan), from fuzz/replay.sh in `make test`.
 FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
-FUZZ_SRC  := $(COMMON_SRC) $(FORMAT_SRC) $(OPS_SRC)
+FUZZ_SRC  := $(COMMON_SRC) $(FORMAT_SRC) $(OPS_SRC) src/serve/http_req.c
 FUZZ_CC   ?= clang
 FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -Iinclude -Isrc/common \
 	-Isrc/format -Isrc/ops -Ifuzz

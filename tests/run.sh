@@ -25,7 +25,7 @@ run() {
 for t in build/tests/test_*; do
 	[ -x "$t" ] && run "$(basename "$t")" "$t"
 done
-for t in tests/integration/*.sh tests/oracle/*.sh tests/cli/*.sh fuzz/*.sh; do
+for t in tests/integration/*.sh tests/reliability/*.sh tests/oracle/*.sh tests/cli/*.sh fuzz/*.sh; do
 	[ -f "$t" ] && run "$(basename "$t")" sh "$t"
 done
 passed=$(grep -c '^PASS ' "$out")
