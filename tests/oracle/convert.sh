@@ -19,6 +19,8 @@
 #     absolute address), and jeprof reads the same totals from that text.
 #  4. gzip'd and stdin input, stdout output, errors (bad lines with their
 #     line number, non-heap proto to text), no partial output file.
+#  5. Differential: mutated copies of fuzz/corpus/legacy are accepted or
+#     rejected as pprof does, with identical dumps when accepted.
 . "$(dirname "$0")/lib.sh"
 oracle_need_corpus convert_oracle
 oracle_need_heapprof convert_oracle
@@ -169,6 +171,36 @@ if command -v jeprof >/dev/null 2>&1 && [ -f "$f" ]; then
 	fi
 else
 	skip convert_to_text_jeprof_totals "jeprof not installed"
+fi
+
+# ------------------------------------------ 5. differential, mutated text
+# Mutated copies of the fuzz seeds: whenever pprof accepts one, we accept it
+# with the same dump; whenever pprof rejects one, so do we.
+mkdir -p "$TMPD/mut"
+python3 "$REPO/tests/oracle/convert_mutate.py" 11 ${CONVERT_MUTANTS:-150} \
+	"$REPO/fuzz/corpus/legacy" "$TMPD/mut"
+nm=0 nacc=0 nbad=0
+for f in "$TMPD"/mut/m*; do
+	nm=$((nm + 1))
+	pa=0 oa=0
+	"$PPROFCHECK" dump "$f" >"$TMPD/a" 2>/dev/null && pa=1
+	"$HEAPPROF" convert "$f" --raw -o "$TMPD/o.pb" 2>/dev/null && oa=1
+	if [ $pa != $oa ]; then
+		nbad=$((nbad + 1))
+		echo "  $(basename "$f"): pprof accepts=$pa, heapprof accepts=$oa" >&2
+	elif [ $pa = 1 ]; then
+		nacc=$((nacc + 1))
+		"$PPROFCHECK" dump "$TMPD/o.pb" >"$TMPD/b"
+		if ! norm0 <"$TMPD/a" | cmp -s - "$TMPD/b"; then
+			nbad=$((nbad + 1))
+			echo "  $(basename "$f"): dump differs" >&2
+		fi
+	fi
+done
+if [ $nbad = 0 ]; then
+	pass "convert_differential_mutants ($nm inputs, $nacc accepted)"
+else
+	fail convert_differential_mutants "$nbad of $nm disagree with pprof"
 fi
 
 # ---------------------------------------------------------------- 4. errors
