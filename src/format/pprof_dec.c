@@ -151,11 +151,14 @@ heapprof__pprof_dec_free(pprof_dec *d)
 	heapprof__pprof_release(d, &d->s_labels, d->s_labels_cap * sizeof(*d->s_labels));
 	heapprof__pprof_release(d, &d->l_lines, d->l_lines_cap * sizeof(*d->l_lines));
 	heapprof__pprof_inflate_free(d);
+	heapprof__pprof_snap_free(d);
 	pb_realloc_fn *rf = d->realloc_fn;
 	void *rctx = d->realloc_ctx;
 	size_t limit = d->limit;
+	bool keep = d->keep_records;
 	heapprof__pprof_dec_init(d, rf, rctx);
 	d->limit = limit;
+	d->keep_records = keep;
 }
 
 static void
@@ -173,6 +176,8 @@ clear_profile(pprof_dec *d)
 	d->first_sample = d->end_sample = 0;
 	d->loc_ids.used = d->func_ids.used = d->map_ids.used = 0;
 	d->loc_ids.dense = d->func_ids.dense = d->map_ids.dense = false;
+	d->records_same = false;
+	d->snap.same = d->keep_records && d->snap.valid;
 }
 
 /* ------------------------------------------------------------ index pass */
@@ -223,10 +228,17 @@ parse_id(const uint8_t *hard, const pb_field *f, uint64_t *id,
 
 static int
 push_rec(pprof_dec *d, pprof_rec **recs, size_t *n, size_t *cap,
-         const pb_field *f, bool is_loc)
+         const pb_field *f, int kind)
 {
-	uint64_t id, addr;
-	HP_TRY(parse_id(d->buf + d->len, f, &id, is_loc ? &addr : NULL));
+	uint64_t id, addr = 0;
+	bool is_loc = kind == 1;
+	HP_TRY(want(f, PB_LEN));
+	if (!d->snap.same ||
+	    !heapprof__pprof_snap_match(d, kind, *n, f, &id, &addr)) {
+		d->snap.same = false;
+		HP_TRY(parse_id(d->buf + d->len, f, &id,
+		                is_loc ? &addr : NULL));
+	}
 	if (*n + 1 > *cap) {
 		/* locs and loc_addr share locs_cap; the cap only moves once
 		 * both have grown (same doubling policy, same result). */
@@ -273,15 +285,15 @@ index_pass(pprof_dec *d)
 			break;
 		case PPROF_MAPPING:
 			HP_TRY(push_rec(d, &d->maps, &d->nmaps, &d->maps_cap, &f,
-			                false));
+			                0));
 			break;
 		case PPROF_LOCATION:
 			HP_TRY(push_rec(d, &d->locs, &d->nlocs, &d->locs_cap, &f,
-			                true));
+			                1));
 			break;
 		case PPROF_FUNCTION:
 			HP_TRY(push_rec(d, &d->funcs, &d->nfuncs, &d->funcs_cap,
-			                &f, false));
+			                &f, 2));
 			break;
 		case PPROF_STRING_TABLE: {
 			HP_TRY(want(&f, PB_LEN));
@@ -385,7 +397,17 @@ validate(pprof_dec *d)
 	HP_TRY(idmap_build(d, &d->map_ids, d->maps, d->nmaps));
 	HP_TRY(idmap_build(d, &d->func_ids, d->funcs, d->nfuncs));
 	HP_TRY(idmap_build(d, &d->loc_ids, d->locs, d->nlocs));
-	return heapprof__pprof_validate_records(d);
+	/* Byte-identical records, as many strings: validated last time. */
+	if (d->snap.same && d->nmaps == d->snap.nmaps &&
+	    d->nlocs == d->snap.nlocs && d->nfuncs == d->snap.nfuncs &&
+	    d->nstrings == d->snap.nstrings) {
+		d->records_same = true;
+		return 0;
+	}
+	HP_TRY(heapprof__pprof_validate_records(d));
+	if (d->keep_records)
+		HP_TRY(heapprof__pprof_snap_save(d));
+	return 0;
 }
 
 int

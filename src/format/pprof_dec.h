@@ -125,9 +125,31 @@ typedef struct pprof_idmap {
 	bool dense;
 } pprof_idmap;
 
+/* Copy of the last valid profile's mapping, location and function messages
+ * (keep_records; internal, see pprof_snap.c). recs[] is [maps][locs][funcs];
+ * recs[i].off is into bytes. */
+typedef struct pprof_snap {
+	uint8_t *bytes;
+	size_t len, cap;
+	pprof_rec *recs;
+	uint64_t *addr;
+	size_t n, rcap;
+	size_t nmaps, nlocs, nfuncs, nstrings;
+	uint64_t gen; /* bumped by every save */
+	bool valid, same;
+} pprof_snap;
+
 typedef struct pprof_dec {
 	/* --- configuration (set after init, before open) */
 	size_t limit; /* max raw or inflated size; default PPROF_DEC_DEFAULT_LIMIT */
+	/* Remember the last valid profile's mappings, locations and functions
+	 * (a copy of their bytes): an open whose records are byte-identical,
+	 * with as many strings, skips decoding and validating them again. For
+	 * a stream of profiles from one source (delta). Default off. */
+	bool keep_records;
+	/* After open, with keep_records: true if the records were the last
+	 * valid open's (so were ids, addresses and the string count). */
+	bool records_same;
 
 	/* --- the profile, valid after a successful open */
 	const uint8_t *buf; /* the decoded (inflated) protobuf */
@@ -163,6 +185,7 @@ typedef struct pprof_dec {
 	pprof_label *s_labels;
 	pprof_line *l_lines;
 	size_t s_locs_cap, s_vals_cap, s_labels_cap, l_lines_cap;
+	pprof_snap snap;
 	/* inflate state, kept for reuse */
 	void *zs;
 	uint8_t *zbuf;

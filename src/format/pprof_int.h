@@ -6,6 +6,8 @@
 #ifndef HEAPPROF_PPROF_INT_H
 #define HEAPPROF_PPROF_INT_H
 
+#include <string.h>
+
 #include "heapprof.h"
 #include "pprof_dec.h"
 
@@ -15,24 +17,60 @@ int heapprof__pprof_grow(pprof_dec *d, void *pp, size_t *cap, size_t need,
                          size_t elem);
 void heapprof__pprof_release(pprof_dec *d, void *pp, size_t bytes);
 
+/* Record snapshot (pprof_snap.c). match: record j of `kind` (0 mapping,
+ * 1 location, 2 function) equals the snapshot's (then *id, *addr set);
+ * save: copies the open profile's records after it validated; free. */
+bool heapprof__pprof_snap_match(pprof_dec *d, int kind, size_t j,
+                                const pb_field *f, uint64_t *id,
+                                uint64_t *addr);
+int heapprof__pprof_snap_save(pprof_dec *d);
+void heapprof__pprof_snap_free(pprof_dec *d);
+
 /* Validates every mapping, function and location (string indexes in
  * range, line functions resolvable); the id maps must be built. */
 int heapprof__pprof_validate_records(pprof_dec *d);
 
-/* Varint, inlined; bounds checked once when 10 bytes are available. */
+/* A varint of at most 8 bytes from one little-endian 64-bit load: the
+ * first clear top bit ends it, and its 7-bit groups are packed with three
+ * shift/mask steps. Returns its length, or 0 if longer than 8 bytes. The
+ * caller guarantees 8 readable bytes at p. */
+HP_INLINE int
+varint8(const uint8_t *p, uint64_t *out)
+{
+	uint64_t w;
+	memcpy(&w, p, 8);
+	uint64_t stop = ~w & 0x8080808080808080ULL;
+	if (HP_UNLIKELY(stop == 0))
+		return 0;
+	int n = (__builtin_ctzll(stop) >> 3) + 1;
+	uint64_t x = n == 8 ? w : w & ((1ULL << (8 * n)) - 1);
+	x &= 0x7f7f7f7f7f7f7f7fULL;
+	x = ((x & 0x7f007f007f007f00ULL) >> 1) | (x & 0x007f007f007f007fULL);
+	x = ((x & 0x3fff00003fff0000ULL) >> 2) | (x & 0x00003fff00003fffULL);
+	x = ((x & 0x0fffffff00000000ULL) >> 4) | (x & 0x000000000fffffffULL);
+	*out = x;
+	return n;
+}
+
+/* Varint, inlined: one-byte values first, then varint8 when 8 bytes are
+ * readable, else the bounds-checked reader. */
 HP_INLINE int
 rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
 	const uint8_t *p = *pp;
 	if (HP_LIKELY(end - p >= 10)) {
-		uint64_t v = p[0];
-		if (v < 0x80) {
-			*out = v;
+		if (*p < 0x80) {
+			*out = *p;
 			*pp = p + 1;
 			return 0;
 		}
-		v &= 0x7f;
-		for (int i = 1; i < 10; i++) {
+		int n = varint8(p, out);
+		if (HP_LIKELY(n)) {
+			*pp = p + n;
+			return 0;
+		}
+		uint64_t v = 0;
+		for (int i = 0; i < 10; i++) {
 			uint64_t b = p[i];
 			v |= (b & 0x7f) << (7 * i);
 			if (b < 0x80) {

@@ -84,6 +84,7 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	heapprof__dt_init(&d->labelsets, rf, d->rctx);
 	heapprof__dt_init(&d->keys, rf, d->rctx);
 	heapprof__pprof_dec_init(&d->dec, rf, d->rctx);
+	d->dec.keep_records = true;
 	if (opt->max_input)
 		d->dec.limit = opt->max_input;
 	heapprof__pb_init(&d->w, rf, d->rctx, NULL, NULL);
@@ -174,7 +175,8 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	           heapprof__dt_memory(&d->labelsets) +
 	           heapprof__dt_memory(&d->keys);
 	b += d->kcap * (d->nnames * 8 + 8 + sizeof(delta_kraw));
-	b += d->raw_cap + d->pl_cap * 16 + d->ps_cap + d->ps_lcap * 4;
+	b += d->raw_cap + d->ps_cap + d->ps_lcap * 4;
+	b += d->dec.snap.cap + d->dec.snap.rcap * (sizeof(pprof_rec) + 8);
 	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->bbuf_cap +
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
 	     d->acc_cap * 8 + d->slot_cap * 4 + d->outv_cap * 8 +

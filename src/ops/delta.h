@@ -57,9 +57,8 @@ struct heapprof_delta {
 	size_t raw_len, raw_cap, raw_garbage;
 	uint32_t khead, klast; /* first key of the last call; previous key */
 	bool raw_ok, have_dict;
-	uint64_t *pl_id, *pl_addr; /* snapshot of the last dictionary */
-	size_t pl_n, pl_cap;
-	uint8_t *ps;       /* its strings, concatenated */
+	uint64_t dict_gen; /* decoder snapshot the raw records belong to */
+	uint8_t *ps;       /* the last dictionary's strings, concatenated */
 	size_t ps_len, ps_cap;
 	uint32_t *ps_lens;
 	size_t ps_n, ps_lcap;

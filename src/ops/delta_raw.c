@@ -16,27 +16,7 @@
 
 #include "heapprof.h"
 #include "delta.h"
-
-HP_INLINE int
-rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
-{
-	const uint8_t *p = *pp;
-	uint64_t v = 0;
-	for (int i = 0; i < 10; i++) {
-		if (p + i >= end)
-			return -1;
-		uint64_t b = p[i];
-		v |= (b & 0x7f) << (7 * i);
-		if (b < 0x80) {
-			if (i == 9 && b > 1)
-				return -1;
-			*out = v;
-			*pp = p + i + 1;
-			return 0;
-		}
-	}
-	return -1;
-}
+#include "pprof_int.h"
 
 void
 heapprof__delta_raw_invalidate(heapprof_delta *d)
@@ -56,8 +36,6 @@ heapprof__delta_raw_free(heapprof_delta *d)
 {
 	heapprof__delta_release(d, &d->kraw, d->kcap * sizeof(delta_kraw));
 	heapprof__delta_release(d, &d->raw, d->raw_cap);
-	heapprof__delta_release(d, &d->pl_id, d->pl_cap * 8);
-	heapprof__delta_release(d, &d->pl_addr, d->pl_cap * 8);
 	heapprof__delta_release(d, &d->ps, d->ps_cap);
 	heapprof__delta_release(d, &d->ps_lens, d->ps_lcap * 4);
 }
@@ -67,12 +45,12 @@ static bool
 same_dict(const heapprof_delta *d)
 {
 	const pprof_dec *dec = &d->dec;
-	if (!d->have_dict || dec->nlocs != d->pl_n || dec->nstrings != d->ps_n)
+	/* records_same: the decoder found this profile's mappings, locations
+	 * and functions byte-identical to its snapshot, and dict_gen says the
+	 * raw records were built under that snapshot. */
+	if (!d->have_dict || !dec->records_same ||
+	    dec->snap.gen != d->dict_gen || dec->nstrings != d->ps_n)
 		return false;
-	for (size_t i = 0; i < dec->nlocs; i++)
-		if (dec->locs[i].id != d->pl_id[i] ||
-		    dec->loc_addr[i] != d->pl_addr[i])
-			return false;
 	size_t off = 0;
 	for (size_t i = 0; i < dec->nstrings; i++) {
 		size_t l;
@@ -88,15 +66,8 @@ static int
 snapshot(heapprof_delta *d)
 {
 	const pprof_dec *dec = &d->dec;
-	size_t n = dec->nlocs, c = d->pl_cap, c2 = d->pl_cap;
-	HP_TRY(heapprof__delta_grow(d, &d->pl_id, &c, n + 1, 8));
-	HP_TRY(heapprof__delta_grow(d, &d->pl_addr, &c2, n + 1, 8));
-	d->pl_cap = c;
-	for (size_t i = 0; i < n; i++) {
-		d->pl_id[i] = dec->locs[i].id;
-		d->pl_addr[i] = dec->loc_addr[i];
-	}
-	d->pl_n = n;
+	if (!dec->snap.valid)
+		return 0; /* no record snapshot: no raw cache this call */
 	size_t total = 0;
 	for (size_t i = 0; i < dec->nstrings; i++) {
 		size_t l;
@@ -115,6 +86,7 @@ snapshot(heapprof_delta *d)
 		off += l;
 	}
 	d->ps_n = dec->nstrings;
+	d->dict_gen = dec->snap.gen;
 	d->have_dict = true;
 	return 0;
 }
@@ -138,7 +110,7 @@ heapprof__delta_raw_prepare(heapprof_delta *d)
 	if (!ok)
 		return 0;
 	HP_TRY(snapshot(d));
-	d->raw_ok = true;
+	d->raw_ok = d->have_dict;
 	return 0;
 }
 
@@ -146,8 +118,8 @@ heapprof__delta_raw_prepare(heapprof_delta *d)
  * identity = [body, vs) + [ve, end). Only the one-byte tags every pprof
  * writer uses; anything else returns -1 (slow path). */
 HP_INLINE int
-split(const uint8_t *body, size_t len, const uint8_t **vs,
-      const uint8_t **ve, const uint8_t **vd)
+split(const uint8_t *body, size_t len, const uint8_t *hard,
+      const uint8_t **vs, const uint8_t **ve, const uint8_t **vd)
 {
 	const uint8_t *p = body, *e = body + len;
 	*vs = NULL;
@@ -157,7 +129,8 @@ split(const uint8_t *body, size_t len, const uint8_t **vs,
 			return -1;
 		const uint8_t *q = p + 1;
 		uint64_t n;
-		if (rd_varint(&q, e, &n) < 0 || n > (uint64_t)(e - q))
+		if (rd_varint(&q, hard, &n) < 0 || q > e ||
+		    n > (uint64_t)(e - q))
 			return -1;
 		if (tag == 0x12) {
 			if (*vs)
@@ -171,21 +144,41 @@ split(const uint8_t *body, size_t len, const uint8_t **vs,
 	return *vs ? 0 : -1;
 }
 
+/* memcmp(a, b, n) == 0 for the short runs of a sample, 8 bytes a step. */
+HP_INLINE bool
+same(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	uint64_t x, y;
+	while (n >= 8) {
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		if (x != y)
+			return false;
+		a += 8;
+		b += 8;
+		n -= 8;
+	}
+	while (n--)
+		if (*a++ != *b++)
+			return false;
+	return true;
+}
+
 int
 heapprof__delta_raw_lookup(heapprof_delta *d, uint32_t off, uint32_t len,
                            int64_t *vals, uint32_t *kid)
 {
-	const uint8_t *body = d->dec.buf + off;
+	const uint8_t *body = d->dec.buf + off, *hard = d->dec.buf + d->dec.len;
 	const uint8_t *vs = NULL, *ve = NULL, *vd = NULL;
-	if (split(body, len, &vs, &ve, &vd) < 0)
+	if (split(body, len, hard, &vs, &ve, &vd) < 0)
 		return 0;
 	size_t la = (size_t)(vs - body), lb = (size_t)(body + len - ve);
 	uint32_t c = d->klast == DELTA_NONE ? d->khead : d->kraw[d->klast].next;
 	const delta_kraw *r = NULL;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (c < d->keys.n && d->kraw[c].len == la + lb &&
-		    memcmp(d->raw + d->kraw[c].off, body, la) == 0 &&
-		    memcmp(d->raw + d->kraw[c].off + la, ve, lb) == 0) {
+		    same(d->raw + d->kraw[c].off, body, la) &&
+		    same(d->raw + d->kraw[c].off + la, ve, lb)) {
 			r = &d->kraw[c];
 			break;
 		}
@@ -198,7 +191,7 @@ heapprof__delta_raw_lookup(heapprof_delta *d, uint32_t off, uint32_t len,
 	const uint8_t *p = vd;
 	while (p < ve) {
 		uint64_t v;
-		if (n == nt || rd_varint(&p, ve, &v) < 0)
+		if (n == nt || rd_varint(&p, hard, &v) < 0 || p > ve)
 			return 0;
 		vals[n++] = (int64_t)v;
 	}
@@ -213,9 +206,9 @@ int
 heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
                            uint32_t len)
 {
-	const uint8_t *body = d->dec.buf + off;
+	const uint8_t *body = d->dec.buf + off, *hard = d->dec.buf + d->dec.len;
 	const uint8_t *vs = NULL, *ve = NULL, *vd = NULL;
-	if (split(body, len, &vs, &ve, &vd) < 0)
+	if (split(body, len, hard, &vs, &ve, &vd) < 0)
 		return 0;
 	size_t la = (size_t)(vs - body), lb = (size_t)(body + len - ve);
 	size_t n = la + lb;
