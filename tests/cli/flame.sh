@@ -132,14 +132,15 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 	skip flame_browser "node and npm are needed for playwright-core"
 	exit $FAILED
 fi
-NPM=$REPO/build/npm
-if [ ! -f "$NPM/node_modules/playwright-core/package.json" ] ||
-	[ ! -f "$NPM/node_modules/speedscope/package.json" ]; then
-	mkdir -p "$NPM"
-	[ -f "$NPM/package.json" ] || echo '{"private": true}' >"$NPM/package.json"
-	(cd "$NPM" && timeout 300 npm install --no-audit --no-fund --loglevel=error \
-		playwright-core speedscope) >"$TMPD/npm.log" 2>&1
-fi
+NPM=$REPO/build/npm # npm packages for the tests, never committed
+mkdir -p "$NPM"
+[ -f "$NPM/package.json" ] || echo '{"private": true}' >"$NPM/package.json"
+: >"$TMPD/npm.log"
+for pkg in playwright-core speedscope; do
+	[ -f "$NPM/node_modules/$pkg/package.json" ] ||
+		(cd "$NPM" && timeout 300 npm install --no-audit --no-fund --loglevel=error \
+			"$pkg") >>"$TMPD/npm.log" 2>&1
+done
 if [ ! -f "$NPM/node_modules/playwright-core/package.json" ]; then
 	skip flame_browser "npm install playwright-core failed: $(tail -c 200 "$TMPD/npm.log")"
 	exit $FAILED
