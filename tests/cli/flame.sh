@@ -123,7 +123,8 @@ else
 fi
 
 # ---- in the browser
-CHROMIUM=$(command -v chromium || command -v chromium-browser)
+# HEAPPROF_CHROMIUM: another browser binary ('' acts as if none were installed)
+CHROMIUM=${HEAPPROF_CHROMIUM-$(command -v chromium || command -v chromium-browser)}
 if [ -z "$CHROMIUM" ]; then
 	skip flame_browser "chromium not installed (make deps-test installs Debian's chromium)"
 	exit $FAILED
