@@ -77,6 +77,12 @@ python3 "$REPO/tests/cli/mkprof.py" "$D/escape.pb" '{"types": [["alloc_space", "
              [[["inl_inner", "inl_outer"], ["main"]], [7, 3]],
              [[["\u00fcn\u00ef\u2028code"], ["main"]], [1, 1]]]}' || ok=0
 "$HEAPPROF" flame -o "$D/escape.html" - <"$D/escape.pb" || ok=0
+# a diff where one function grew and another shrank
+python3 "$REPO/tests/cli/mkprof.py" "$D/mixed_new.pb" '{"types": [["inuse_space", "bytes"]],
+ "samples": [[[["grower"], ["main"]], [900000]], [[["shrinker"], ["main"]], [100000]], [[["same"], ["main"]], [5000]]]}' || ok=0
+python3 "$REPO/tests/cli/mkprof.py" "$D/mixed_old.pb" '{"types": [["inuse_space", "bytes"]],
+ "samples": [[[["grower"], ["main"]], [100000]], [[["shrinker"], ["main"]], [600000]], [[["same"], ["main"]], [5000]]]}' || ok=0
+"$HEAPPROF" flame -o "$D/mixed.html" --base "$D/mixed_old.pb" "$D/mixed_new.pb" || ok=0
 [ $ok = 1 ] && pass flame_writes_pages || fail flame_writes_pages "heapprof flame failed"
 
 # collapse on the same hostile names: ';' -> ':', inlined frames expanded
@@ -156,7 +162,7 @@ else
 	skip speedscope "npm install speedscope failed: $(tail -c 200 "$TMPD/npm.log")"
 	SPEEDSCOPE=
 fi
-export HEAPPROF PPROFCHECK CHROMIUM SHOTS PLAIN NEW OLD SPEEDSCOPE NODE_MODULES="$NPM/node_modules"
+export HEAPPROF PPROFCHECK CHROMIUM SHOTS PLAIN NEW OLD SPEEDSCOPE MIXED_NEW="$D/mixed_new.pb" MIXED_OLD="$D/mixed_old.pb" NODE_MODULES="$NPM/node_modules"
 if ! python3 "$REPO/tests/cli/flame_cases.py" "$D"; then
 	fail flame_browser "flame_cases.py failed"
 	exit 1

@@ -90,6 +90,7 @@ def diff_case(name, new, base, html):
 
 diff_case('flame_diff', env['NEW'], env['OLD'], d + '/diff.html')
 diff_case('flame_diff_reversed', env['OLD'], env['NEW'], d + '/diff_rev.html')
+diff_case('flame_diff_mixed', env['MIXED_NEW'], env['MIXED_OLD'], d + '/mixed.html')
 
 cases['pages'].append({
     'name': 'flame_escape', 'kind': 'escape', 'file': d + '/escape.html',
