@@ -151,7 +151,7 @@ $(B)/examples/leaky: examples/leaky.c
 # Debian packages: what building needs, and what the tests need on top.
 DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libunwind8 libdw-dev
 DEBS_TEST  := golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
-	python3 sqlite3 procps chromium
+	python3 sqlite3 procps chromium libjemalloc-dev
 deps:
 	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh
 deps-test:
