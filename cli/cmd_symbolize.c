@@ -50,7 +50,8 @@ usage(FILE *f)
 	        "  --debug-dir DIR    a debug root (repeatable; replaces the\n"
 	        "                     default /usr/lib/debug)\n"
 	        "  --force            re-symbolize mappings that have functions\n"
-	        "  --no-demangle      keep C++ names mangled\n"
+	        "  --demangle MODE    C++ names: simple (the default, as pprof\n"
+	        "                     shows them: ns::Class::method), full, none\n"
 	        "  IN                 the input profile ('-': stdin)\n");
 }
 
@@ -176,7 +177,7 @@ write_adapter(void *c, const uint8_t *p, size_t n)
 
 struct opts {
 	const char *in, *out;
-	int raw, force, no_demangle;
+	int raw, force, demangle;
 	strlist bindirs, debugdirs;
 };
 
@@ -210,8 +211,19 @@ parse(int argc, char **argv, struct opts *o)
 			o->raw = 1;
 		} else if (!strcmp(a, "--force")) {
 			o->force = 1;
-		} else if (!strcmp(a, "--no-demangle")) {
-			o->no_demangle = 1;
+		} else if (!strcmp(a, "--demangle")) {
+			const char *m = more ? argv[++i] : "";
+			if (!strcmp(m, "simple"))
+				o->demangle = HEAPPROF_DEMANGLE_SIMPLE;
+			else if (!strcmp(m, "full"))
+				o->demangle = HEAPPROF_DEMANGLE_FULL;
+			else if (!strcmp(m, "none"))
+				o->demangle = HEAPPROF_DEMANGLE_NONE;
+			else {
+				cli_err("symbolize: --demangle wants simple, full "
+				        "or none");
+				return 2;
+			}
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("symbolize: unknown option '%s'", a);
 			usage(stderr);
@@ -270,7 +282,7 @@ run(struct opts *o, pprof_dec *d)
 	heapprof_dwsym_options dopt = {0};
 	dopt.debug_dirs = roots.v;
 	dopt.ndebug_dirs = roots.n;
-	dopt.no_demangle = o->no_demangle;
+	dopt.demangle = o->demangle;
 	c.dw = heapprof__dwsym_new(&dopt);
 	if (!c.dw)
 		goto oom;

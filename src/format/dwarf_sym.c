@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "demangle.h"
 #include "dwarf_dl.h"
 #include "dwarf_sym.h"
 #include "elffile.h"
@@ -51,7 +52,7 @@ struct heapprof_dwsym {
 	size_t n, cap, last;
 	char *debuginfo_path; /* libdwfl search path ("-:.debug:/root:...") */
 	Dwfl_Callbacks cb;
-	heapprof_demangle_fn *demangle;
+	int demangle; /* HEAPPROF_DEMANGLE_* */
 	name_slot *names; /* open addressing on the pointer */
 	size_t nnames, names_cap;
 	heapprof_dwsym_warn_fn *warn;
@@ -115,8 +116,7 @@ heapprof__dwsym_new(const heapprof_dwsym_options *opt)
 		s->cb.section_address = s->dw->dwfl_offline_section_address;
 		s->cb.debuginfo_path = &s->debuginfo_path;
 	}
-	if (!opt || !opt->no_demangle)
-		s->demangle = heapprof__demangler();
+	s->demangle = opt ? opt->demangle : HEAPPROF_DEMANGLE_SIMPLE;
 	if (opt) {
 		s->warn = opt->warn;
 		s->warn_arg = opt->warn_arg;
@@ -296,7 +296,8 @@ names_grow(heapprof_dwsym *s)
 static const char *
 shown_name(heapprof_dwsym *s, const char *mangled)
 {
-	if (!s->demangle || mangled[0] != '_' || mangled[1] != 'Z')
+	if (s->demangle == HEAPPROF_DEMANGLE_NONE || mangled[0] != '_' ||
+	    mangled[1] != 'Z')
 		return mangled;
 	if ((s->nnames + 1) * 2 > s->names_cap && names_grow(s) < 0)
 		return mangled;
@@ -304,12 +305,8 @@ shown_name(heapprof_dwsym *s, const char *mangled)
 	while (s->names[j].mangled && s->names[j].mangled != mangled)
 		j = (j + 1) & (s->names_cap - 1);
 	if (!s->names[j].mangled) {
-		int st = -1;
-		char *d = s->demangle(mangled, NULL, NULL, &st);
-		if (st != 0) {
-			free(d);
-			d = NULL;
-		}
+		char *d = heapprof__demangle(
+			mangled, s->demangle == HEAPPROF_DEMANGLE_FULL);
 		s->names[j].mangled = mangled;
 		s->names[j].shown = d;
 		s->nnames++;

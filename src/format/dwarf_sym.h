@@ -33,10 +33,17 @@ typedef struct heapprof_dwsym_options {
 	 * NULL) searches only next to the file. */
 	const char *const *debug_dirs;
 	size_t ndebug_dirs;
-	int no_demangle; /* names as linkage names, not demangled */
+	int demangle; /* HEAPPROF_DEMANGLE_*: how C++ names are shown */
 	heapprof_dwsym_warn_fn *warn; /* may be NULL */
 	void *warn_arg;
 } heapprof_dwsym_options;
+
+/* Display forms of C++ names (the system name stays the linkage name). */
+enum {
+	HEAPPROF_DEMANGLE_SIMPLE = 0, /* as pprof shows them: "ns::C::f" */
+	HEAPPROF_DEMANGLE_FULL = 1,   /* with parameters and templates */
+	HEAPPROF_DEMANGLE_NONE = 2,   /* the linkage name */
+};
 
 /* File states (heapprof__dwsym_file_status). */
 enum {

@@ -6,7 +6,8 @@
  * build id that does not match (no frames, one warning), a missing file,
  * the heapprof_symbolize_fn / heapprof_symbolize_frames_fn shapes, and
  * heapprof_encode_heap() with symbolize_frames (what a dump writes with
- * HEAPPROF_SYMBOLIZE=dwarf): Lines, functions and mapping flags.
+ * HEAPPROF_SYMBOLIZE=dwarf): Lines, functions and mapping flags; C++
+ * names simplified as pprof shows them.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "demangle.h"
 #include "dwarf_sym.h"
 #include "elffile.h"
 #include "heapprof.h"
@@ -223,6 +225,34 @@ TEST(missing_and_odd_inputs)
 	heapprof__dwsym_free(NULL);
 }
 
+TEST(demangle_simple)
+{
+	static const char *const cases[][2] = {
+		{"_ZNSt6vectorIlSaIlEE17_M_realloc_insertIJlEEEvN9__gnu_cxx17__"
+		 "normal_iteratorIPlS1_EEDpOT_", "std::vector::_M_realloc_insert"},
+		{"_Znwm", "operator new"},
+		{"_ZdaPv", "operator delete[]"},
+		{"_ZNKSt6vectorIiSaIiEE4sizeEv", "std::vector::size"},
+		{"_ZN12_GLOBAL__N_13fooEv", "(anonymous namespace)::foo"},
+		{"_ZNSt6vectorIiSaIiEEixEm", "std::vector::operator[]"},
+		{"_ZStlsISt11char_traitsIcEERSt13basic_ostreamIcT_ES5_PKc",
+		 "std::operator<<"},
+		{"_ZN2ns3BoxIlE4fillEi.cold", "ns::Box::fill"},
+		{"_ZNK3FoocvbEv", "Foo::operator bool"},
+		{"_ZN3FooclEi", "Foo::operator()"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *d = heapprof__demangle(cases[i][0], 0);
+		CHECK_STR(d, cases[i][1]);
+		free(d);
+	}
+	char *d = heapprof__demangle("_Znwm", 1);
+	CHECK_STR(d, "operator new(unsigned long)");
+	free(d);
+	CHECK(heapprof__demangle("main", 0) == NULL);
+	CHECK(heapprof__demangle("_Zgarbage", 0) == NULL);
+}
+
 static int
 buf_write(void *arg, const void *p, size_t n)
 {
@@ -361,6 +391,7 @@ main(void)
 	RUN(build_id_checked);
 	RUN(missing_and_odd_inputs);
 	RUN(encode_heap_with_frames);
+	RUN(demangle_simple);
 	heapprof__maps_free(&maps);
 	TEST_MAIN_END();
 }
