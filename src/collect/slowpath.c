@@ -226,12 +226,12 @@ heapprof__slow_posix_memalign(void **pp, size_t align, size_t n)
 	return heapprof__next.posix_memalign(pp, align, n);
 }
 
-void *
-heapprof__slow_aligned_alloc(size_t align, size_t n)
+/* aligned_alloc and memalign: a sample only for a power-of-two alignment;
+ * anything else goes to the next allocator, which decides about it. */
+static void *
+aligned_slow(size_t align, size_t n, uintptr_t ra, int extra,
+             void *(*next)(size_t, size_t))
 {
-	uintptr_t ra;
-	int extra;
-	CALLER(ra, extra);
 	hp_tls *t = &heapprof__tls;
 	if (pow2(align) && sample_decide(t)) {
 		void *p = sampled_alloc(t, n, align < 16 ? 16 : align, false, ra,
@@ -239,7 +239,16 @@ heapprof__slow_aligned_alloc(size_t align, size_t n)
 		if (p)
 			return p;
 	}
-	return heapprof__next.aligned_alloc(align, n);
+	return next(align, n);
+}
+
+void *
+heapprof__slow_aligned_alloc(size_t align, size_t n)
+{
+	uintptr_t ra;
+	int extra;
+	CALLER(ra, extra);
+	return aligned_slow(align, n, ra, extra, heapprof__next.aligned_alloc);
 }
 
 void *
@@ -248,14 +257,7 @@ heapprof__slow_memalign(size_t align, size_t n)
 	uintptr_t ra;
 	int extra;
 	CALLER(ra, extra);
-	hp_tls *t = &heapprof__tls;
-	if (pow2(align) && sample_decide(t)) {
-		void *p = sampled_alloc(t, n, align < 16 ? 16 : align, false, ra,
-		                        extra);
-		if (p)
-			return p;
-	}
-	return heapprof__next.memalign(align, n);
+	return aligned_slow(align, n, ra, extra, heapprof__next.memalign);
 }
 
 void *
