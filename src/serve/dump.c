@@ -129,6 +129,10 @@ write_file(const char *path, int periodic)
 		so.next_base = &period_base;
 	}
 	int rc = heapprof__snapshot_write_ex(fd_write, &o, &so);
+	/* On disk before it has its name: a crash never leaves a torn file
+	 * under PATH. */
+	if (rc == 0 && fsync(fd) != 0)
+		rc = -errno;
 	if (close(fd) != 0 && rc == 0)
 		rc = -errno;
 	if (rc == 0 && rename(tmp, path) != 0)
