@@ -131,6 +131,10 @@ stress: deps-test
 $(B)/bench/bench_merge: bench/bench_merge.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -o $@ $< $(TOOL_OBJ) -lz -lm
+# bench_symbolize links the tool half (DWARF and ELF symbolizers, decoder).
+$(B)/bench/bench_symbolize: bench/bench_symbolize.c $(TOOL_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -Isrc/common -Isrc/format -o $@ $^ -lz -lm
 # bench_delta links the tool half (delta computer and pprof decoder).
 $(B)/bench/bench_delta: bench/bench_delta.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)

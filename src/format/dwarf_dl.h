@@ -21,7 +21,7 @@
 	X(dwfl_module_getdwarf) X(dwfl_module_addrdie) X(dwfl_module_addrinfo) \
 	X(dwarf_getsrc_die) X(dwarf_linesrc) X(dwarf_lineno)                  \
 	X(dwarf_nextcu) X(dwarf_ranges)                                       \
-	X(dwarf_getscopes) X(dwarf_getscopes_die) X(dwarf_offdie)             \
+	X(dwarf_child) X(dwarf_siblingof) X(dwarf_offdie)                     \
 	X(dwarf_dieoffset) X(dwarf_tag) X(dwarf_attr) X(dwarf_attr_integrate) \
 	X(dwarf_formstring) X(dwarf_formudata) X(dwarf_diename)               \
 	X(dwarf_getsrcfiles) X(dwarf_filesrc) X(dwarf_decl_line)

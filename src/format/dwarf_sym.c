@@ -2,10 +2,10 @@
  * dwarf_sym.c: the DWARF symbolizer (see dwarf_sym.h). One libdwfl session
  * per file, reported offline at bias 0 so queries are ELF virtual addresses
  * (runtime address -> file offset -> vaddr through our own PT_LOAD reader,
- * elffile.c). Frames come from the concrete DIE chain that contains the
- * address (as eu-addr2line -i): the line table gives the innermost frame's
- * file:line, each DW_TAG_inlined_subroutine's DW_AT_call_file/call_line the
- * next frame out. Names are DW_AT_linkage_name (demangled for display) or
+ * elffile.c). Frames come from the nest of function scopes containing the
+ * address (dwarf_scopes.c; the frames eu-addr2line -i prints): the line
+ * table gives the innermost frame's file:line, each inlined subroutine's
+ * DW_AT_call_file/call_line the next frame out. Names are DW_AT_linkage_name (demangled for display) or
  * DW_AT_name; without DWARF, the symbol table's name.
  */
 #include <dwarf.h>
@@ -17,6 +17,7 @@
 
 #include "demangle.h"
 #include "dwarf_dl.h"
+#include "dwarf_scopes.h"
 #include "dwarf_sym.h"
 #include "elffile.h"
 
@@ -34,6 +35,7 @@ typedef struct dw_entry {
 	struct cu_range *cus;
 	size_t ncus;
 	int cus_built;
+	dw_scope_index scopes; /* function scopes per CU */
 } dw_entry;
 
 struct cu_range {
@@ -135,6 +137,7 @@ heapprof__dwsym_free(heapprof_dwsym *s)
 			s->dw->dwfl_end(e->dwfl);
 		heapprof__elf_close(&e->elf);
 		free(e->cus);
+		heapprof__dwscope_free(&e->scopes);
 		free(e->path);
 		free(e);
 	}
@@ -339,13 +342,6 @@ die_function(heapprof_dwsym *s, Dwarf_Die *die, heapprof_frame *f)
 }
 
 static int
-is_function(const heapprof_libdw *dw, Dwarf_Die *d)
-{
-	int t = dw->dwarf_tag(d);
-	return t == DW_TAG_subprogram || t == DW_TAG_inlined_subroutine;
-}
-
-static int
 cu_cmp(const void *a, const void *b)
 {
 	const struct cu_range *x = a, *y = b;
@@ -439,33 +435,24 @@ dwarf_frames(heapprof_dwsym *s, dw_entry *e, Dwarf_Addr addr,
 			line = 0;
 	}
 
-	Dwarf_Die *scopes = NULL;
-	int n = dw->dwarf_getscopes(cu, addr - dwbias, &scopes);
-	if (n > 0) {
-		/* dwarf_getscopes replaces the outer part of an inlined
-		 * chain with abstract scopes; redo it from the innermost
-		 * concrete DIE to get the physical parents. */
-		Dwarf_Die inner;
-		Dwarf_Addr b2;
-		Dwarf *dbg = dw->dwfl_module_getdwarf(e->mod, &b2);
-		Dwarf_Off off = dw->dwarf_dieoffset(&scopes[0]);
-		free(scopes);
-		scopes = NULL;
-		n = dbg && dw->dwarf_offdie(dbg, off, &inner)
-		            ? dw->dwarf_getscopes_die(&inner, &scopes) : -1;
-	}
+	/* The innermost function scope, then outwards through inlined calls
+	 * to the subprogram the code belongs to. */
 	size_t k = 0;
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
-	for (int i = 0; i < n && k < cap; i++) {
-		if (!is_function(dw, &scopes[i]))
-			continue;
+	const dw_cu_scopes *cs = heapprof__dwscope_cu(dw, &e->scopes, cu);
+	Dwarf *dbg = cs ? dw->dwfl_module_getdwarf(e->mod, &dwbias) : NULL;
+	long i = cs && dbg ? heapprof__dwscope_find(cs, addr - dwbias) : -1;
+	for (; i >= 0 && k < cap; i = cs->v[i].parent) {
+		Dwarf_Die die;
+		if (!dw->dwarf_offdie(dbg, cs->v[i].die, &die))
+			break;
 		heapprof_frame *f = &out[k++];
 		memset(f, 0, sizeof(*f));
-		die_function(s, &scopes[i], f);
+		die_function(s, &die, f);
 		f->file = file;
 		f->line = line;
-		if (dw->dwarf_tag(&scopes[i]) == DW_TAG_subprogram)
+		if (!cs->v[i].inlined)
 			break;
 		/* An inlined call: the caller's frame is at its call site. */
 		Dwarf_Attribute a;
@@ -474,15 +461,14 @@ dwarf_frames(heapprof_dwsym *s, dw_entry *e, Dwarf_Addr addr,
 		line = 0;
 		if (!files && dw->dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
 			files = NULL;
-		if (files && dw->dwarf_formudata(dw->dwarf_attr(&scopes[i],
+		if (files && dw->dwarf_formudata(dw->dwarf_attr(&die,
 		                                 DW_AT_call_file, &a), &v) == 0 &&
 		    v < nfiles)
 			file = dw->dwarf_filesrc(files, v, NULL, NULL);
-		if (dw->dwarf_formudata(dw->dwarf_attr(&scopes[i],
-		                        DW_AT_call_line, &a), &v) == 0)
+		if (dw->dwarf_formudata(dw->dwarf_attr(&die, DW_AT_call_line, &a),
+		                        &v) == 0)
 			line = (int)v;
 	}
-	free(scopes);
 	if (k == 0 && file && cap > 0) {
 		/* Line info but no function DIE: a name from the symbols. */
 		memset(&out[0], 0, sizeof(out[0]));
