@@ -125,7 +125,7 @@ tests-build: $(RTEST_BIN)
 .PHONY: stress
 stress: deps-test
 	$(MAKE) all tests-build
-	sh tests/reliability/stress.sh
+	REL_TIER=stress sh tests/reliability/stress.sh
 
 # bench_merge links the tool half too (merge and pprof decoder).
 $(B)/bench/bench_merge: bench/bench_merge.c $(TOOL_OBJ)
