@@ -393,13 +393,14 @@ cli_symbolize(int argc, char **argv)
 		char *envc = env ? strdup(env) : NULL;
 		if (envc)
 			push_list(&o.bindirs, envc);
+		/* Offline only: keep libdw from asking debuginfod (it reads
+		 * the variable when it is loaded, just below). */
+		unsetenv("DEBUGINFOD_URLS");
 		const char *why = heapprof__dwsym_unavailable();
 		if (why) {
 			cli_err("symbolize: %s", why);
 			rc = 1;
 		} else {
-			/* Offline only: keep libdw from asking debuginfod. */
-			unsetenv("DEBUGINFOD_URLS");
 			pprof_dec d;
 			heapprof__pprof_dec_init(&d, NULL, NULL);
 			rc = run(&o, &d);
