@@ -10,7 +10,8 @@
  * Line by line: a glog prefix ("file.cc:123] ") is dropped, `$name`
  * references are replaced by earlier `name=value` lines, entries whose
  * perms lack 'x' are skipped, and lines in neither form are ignored (a
- * line with '=' defines a substitution). Then:
+ * line with '=' defines a substitution; heapprof keeps the first 64
+ * distinct names, pprof any number). Then:
  *   1. adjacent entries of the same file (or without one) merge;
  *   2. the first entry that is not a shared library (*.so, *.so.N) nor
  *      "[...]" swaps places with entry 0 (the main binary);
@@ -39,6 +40,8 @@ static const char brief_re[] = RANGE PERM "(?:\\s+(\\S+))?(?:\\s+\\(@(" HEX
                                "+)\\))?(?:\\s+(" HEX "+))?";
 static const char glog_re[] = "^[^\\[\\]]+:[0-9]+]\\s";
 static const char lib_re[] = "([.]so$|[.]so[._][0-9]+)";
+
+#define MAX_ATTRS 64
 
 typedef struct attr {
 	char *key; /* "$name" */
@@ -149,6 +152,14 @@ add_attr(maps_ctx *x, const char *s, size_t n)
 	size_t kn = (size_t)(eq - s), vn = n - kn - 1;
 	heapprof__legacy_trim(&k, &kn);
 	heapprof__legacy_trim(&v, &vn);
+	/* The earliest definition of a name wins, so a repeated one can never
+	 * apply; and past MAX_ATTRS definitions (real sections have one or
+	 * two) new ones are ignored, to keep substitution linear. */
+	if (x->nattrs >= MAX_ATTRS)
+		return 0;
+	for (size_t i = 0; i < x->nattrs; i++)
+		if (x->attrs[i].klen == kn + 1 && !memcmp(x->attrs[i].key + 1, k, kn))
+			return 0;
 	if (x->nattrs == x->attrs_cap) {
 		size_t ncap = x->attrs_cap ? x->attrs_cap * 2 : 8;
 		attr *na = realloc(x->attrs, ncap * sizeof(*na));

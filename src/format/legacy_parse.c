@@ -213,11 +213,13 @@ location(hp_legacy *p, uint64_t addr, uint32_t *out)
 	 * text address 0x0) needs its own slot: it maps to key 0, so store
 	 * it out of band. */
 	if (addr == UINT64_MAX) {
-		for (size_t i = 0; i < p->nlocs; i++)
-			if (p->loc_addr[i] == UINT64_MAX) {
-				*out = (uint32_t)i;
-				return 0;
-			}
+		if (p->max_loc) {
+			*out = p->max_loc - 1;
+			return 0;
+		}
+		if (p->nlocs >= UINT32_MAX - 1)
+			return HEAPPROF_EOVERFLOW;
+		p->max_loc = (uint32_t)p->nlocs + 1;
 	} else {
 		uint64_t key = addr + 1;
 		size_t j = mix(key) & (p->h_cap - 1);

@@ -63,6 +63,7 @@ typedef struct hp_legacy {
 	uint64_t *h_keys; /* address + 1, 0 = empty */
 	uint32_t *h_vals;
 	size_t h_cap;
+	uint32_t max_loc; /* index + 1 of the location at UINT64_MAX */
 } hp_legacy;
 
 /* Where a parse failed: 1-based line number (0: not line-specific). */

@@ -38,6 +38,12 @@ struct hp_re {
 	int nclasses;
 	int ngroups;
 	int anchored; /* starts with ^: only try position 0 */
+	/* search scratch, allocated on first use and kept (one search at a
+	 * time per compiled pattern) */
+	int *pcs;
+	long *cs;
+	unsigned *mark;
+	unsigned gen;
 };
 
 typedef struct parser {
@@ -507,6 +513,9 @@ heapprof__re_free(hp_re *re)
 		return;
 	free(re->prog);
 	free(re->classes);
+	free(re->pcs);
+	free(re->cs);
+	free(re->mark);
 	free(re);
 }
 
@@ -576,23 +585,38 @@ add(vm *v, tlist *l, int pc, long *caps, size_t pos)
 }
 
 int
-heapprof__re_search(const hp_re *re, const char *s, size_t n, long *caps)
+heapprof__re_search(const hp_re *cre, const char *s, size_t n, long *caps)
 {
+	hp_re *re = (hp_re *)cre; /* scratch only */
 	int ncap = 2 * (re->ngroups + 1);
 	size_t np = (size_t)re->nprog;
-	int *pcs = malloc(2 * np * sizeof(int));
-	long *cs = malloc((2 * np + 1) * (size_t)ncap * sizeof(long));
-	unsigned *mark = calloc(np, sizeof(unsigned));
-	if (!pcs || !cs || !mark) {
-		free(pcs);
-		free(cs);
-		free(mark);
-		return -ENOMEM;
+	if (!re->mark) {
+		re->pcs = malloc(2 * np * sizeof(int));
+		re->cs = malloc((2 * np + 1) * (size_t)ncap * sizeof(long));
+		re->mark = calloc(np, sizeof(unsigned));
+		if (!re->pcs || !re->cs || !re->mark) {
+			free(re->pcs);
+			free(re->cs);
+			free(re->mark);
+			re->pcs = NULL;
+			re->cs = NULL;
+			re->mark = NULL;
+			return -ENOMEM;
+		}
 	}
+	/* Generations only grow; restart them (and the marks) long before
+	 * they could wrap (each position uses two). */
+	if (re->gen > UINT32_MAX / 2) {
+		memset(re->mark, 0, np * sizeof(unsigned));
+		re->gen = 0;
+	}
+	int *pcs = re->pcs;
+	long *cs = re->cs;
+	unsigned *mark = re->mark;
 	tlist a = {pcs, cs, 0}, b = {pcs + np, cs + np * (size_t)ncap, 0};
 	tlist *cl = &a, *nl = &b;
 	long *tmp = cs + 2 * np * (size_t)ncap;
-	vm v = {re, s, n, ncap, mark, 0};
+	vm v = {re, s, n, ncap, mark, re->gen};
 	int matched = 0;
 	for (size_t pos = 0;; pos++) {
 		v.gen++;
@@ -634,8 +658,6 @@ heapprof__re_search(const hp_re *re, const char *s, size_t n, long *caps)
 		if (pos >= n)
 			break; /* nothing can consume past the end */
 	}
-	free(pcs);
-	free(cs);
-	free(mark);
+	re->gen = v.gen;
 	return matched;
 }

@@ -30,7 +30,8 @@ int heapprof__re_ngroups(const hp_re *re);
 /* Searches s[0..n) for the leftmost-first match (Go's FindSubmatchIndex).
  * caps gets 2 * (ngroups + 1) offsets: caps[0], caps[1] the whole match,
  * caps[2g], caps[2g+1] group g; -1 for a group that did not take part.
- * Returns 1 (match), 0 (no match) or -ENOMEM. */
+ * Returns 1 (match), 0 (no match) or -ENOMEM. Keeps scratch memory in
+ * `re`: one search at a time per compiled pattern. */
 int heapprof__re_search(const hp_re *re, const char *s, size_t n, long *caps);
 
 #endif

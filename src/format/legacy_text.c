@@ -14,8 +14,10 @@
  *   - Sample types are found by name: alloc_objects, alloc_space,
  *     inuse_objects, inuse_space (four types back), or inuse_* alone /
  *     objects + space (two types back: the allocation pair is written equal
- *     to the in-use pair). pprof chooses four types only when the header's
- *     allocation totals differ from the in-use ones as text and are not "0";
+ *     to the in-use pair, or "0: 0" where that is negative, since two-type
+ *     readers take the in-use pair only). pprof chooses four types only
+ *     when the header's allocation totals differ from the in-use ones as
+ *     text and are not "0";
  *     for a four-type profile where they coincide, the allocation count in
  *     the header gets a leading zero ("01204" is the same number) so that
  *     the four types survive.
@@ -29,8 +31,9 @@
  *     order so the main binary stays first. Fake mappings (no file, start 0)
  *     are left out: readers recreate them.
  *
- * Refused (HEAPPROF_ETEXTVALUE): a negative allocation value (the grammar
- * has no sign there), a count of 0 with nonzero bytes (readers reject it),
+ * Refused (HEAPPROF_ETEXTVALUE): a negative allocation value in a
+ * four-type profile (the grammar has no sign there), a count of 0 with
+ * nonzero bytes (readers reject it),
  * and a location with address 0 (text identifies frames by address only).
  * A negative in-use total (a delta) cannot be printed in the header either:
  * it is written as 0 there; the sample lines keep their signs.
@@ -153,7 +156,8 @@ scan(pprof_dec *d, const idx *x, int64_t tot[4])
 	while ((rc = heapprof__pprof_sample_next(d, &it, &s)) == 0) {
 		int64_t an = s.values[x->an], ab = s.values[x->ab];
 		int64_t in = s.values[x->in], ib = s.values[x->ib];
-		if (an < 0 || ab < 0 || (an == 0 && ab != 0) || (in == 0 && ib != 0))
+		if ((in == 0 && ib != 0) ||
+		    (x->four && (an < 0 || ab < 0 || (an == 0 && ab != 0))))
 			return HEAPPROF_ETEXTVALUE;
 		HP_TRY(add_ov(&tot[0], in));
 		HP_TRY(add_ov(&tot[1], ib));
@@ -174,7 +178,10 @@ header(out *o, const pprof_dec *d, const idx *x, const int64_t tot[4])
 	char in[2][24], al[2][25];
 	for (int i = 0; i < 2; i++) {
 		snprintf(in[i], sizeof(in[i]), "%" PRId64, tot[i] < 0 ? 0 : tot[i]);
-		snprintf(al[i], sizeof(al[i]), "%" PRId64, tot[2 + i]);
+		if (x->four)
+			snprintf(al[i], sizeof(al[i]), "%" PRId64, tot[2 + i]);
+		else
+			strcpy(al[i], in[i]); /* equal: two types back */
 	}
 	if (x->four) {
 		/* Keep pprof's four-type reading (see the file comment). */
@@ -234,9 +241,11 @@ samples(out *o, pprof_dec *d, const idx *x)
 	int rc;
 	heapprof__pprof_samples(d, &it);
 	while ((rc = heapprof__pprof_sample_next(d, &it, &s)) == 0 && !o->err) {
+		int64_t an = s.values[x->an], ab = s.values[x->ab];
+		if (!x->four && (an < 0 || ab < 0))
+			an = ab = 0; /* unread by pprof; the grammar has no sign */
 		outf(o, "%" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "] @",
-		     s.values[x->in], s.values[x->ib], s.values[x->an],
-		     s.values[x->ab]);
+		     s.values[x->in], s.values[x->ib], an, ab);
 		for (size_t k = 0; k < s.nlocations; k++)
 			outf(o, " 0x%" PRIx64, d->loc_addr[s.location_index[k]] + 1);
 		put(o, "\n", 1);
