@@ -9,7 +9,10 @@
  * "every allocation recorded": period 1, values taken as they are), which
  * `go tool pprof`, `google-pprof` and `jeprof` all read without scaling: the
  * totals per sample type and per stack come back exactly. The original
- * period and sample types are recorded in a '#' comment.
+ * period and sample types are recorded in a '#' comment. (heap_text.c's
+ * heapprof_encode_heap_text() writes `heap_v2/RATE` with raw sampled
+ * counts, the right form for heapprof's own records, which this input no
+ * longer has.)
  *
  *   - Sample types are found by name: alloc_objects, alloc_space,
  *     inuse_objects, inuse_space (four types back), or inuse_* alone /

@@ -10,7 +10,8 @@
 #     numeric label of 0 cannot live in profile.proto (pprof drops it on
 #     decode, its own writer loses it too), so `"bytes"#[0]` is removed from
 #     pprof's side first. Other legacy files (CPU, contention, thread, Java)
-#     are not heap profiles: SKIP.
+#     are not heap profiles: SKIP. `go tool pprof -raw -symbolize=none`
+#     prints the same listing for the text and for our proto.
 #  2. The jemalloc dump agrees with `jeprof --text --show_bytes` totals for
 #     all four types, within one unit per sample (jeprof keeps the
 #     unsampled values as floating point; we truncate each).
@@ -28,6 +29,9 @@ oracle_need_go convert_oracle
 oracle_tmpdir
 
 first_line() { head -c 4096 "$1" | head -n 1; }
+gopprof() {
+	HOME=$TMPD GOCACHE=$REPO/build/gocache go tool pprof "$@" 2>/dev/null
+}
 # pprof keeps a numeric label of 0 in memory but profile.proto cannot carry
 # it (decoders drop it): remove it from listings of pprof's own parse.
 norm0() { sed 's/"bytes"#\[0\]\[\]//; s/,}/}/; s/{,/{/'; }
@@ -62,6 +66,18 @@ for f in $(find "$CORPUS" -type f | sort); do
 			break
 		fi
 	done
+	# And `go tool pprof` itself (Go's vendored pprof) prints the same
+	# raw listing for the text and for our proto.
+	if [ $ok = 1 ] && command -v go >/dev/null 2>&1; then
+		gopprof -raw -symbolize=none "$f" | grep -v '^Time:' |
+			grep -Ev '^[[:space:]]+bytes:\[0\]$' >"$TMPD/theirs"
+		gopprof -raw -symbolize=none "$TMPD/o.pb" | grep -v '^Time:' >"$TMPD/ours"
+		if ! [ -s "$TMPD/ours" ] || ! cmp -s "$TMPD/theirs" "$TMPD/ours"; then
+			fail "$name" "go tool pprof -raw differs between the text and our proto"
+			diff "$TMPD/theirs" "$TMPD/ours" | head -6 >&2
+			ok=0
+		fi
+	fi
 	[ $ok = 1 ] && pass "$name"
 done
 
