@@ -60,6 +60,10 @@ typedef struct hp_config {
  * afterwards except `rate` (atomic). */
 extern HP_HIDDEN hp_config heapprof__cfg;
 
+/* The pid the library was initialised in (written once by the
+ * constructor). */
+extern HP_HIDDEN long heapprof__init_pid;
+
 /* 1 once the real allocator functions are resolved and the profiler may
  * sample; set by init.c with release order, read with acquire. */
 extern HP_HIDDEN _Atomic int heapprof__ready;

@@ -31,6 +31,7 @@
 
 hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1};
 _Atomic int heapprof__ready;
+long heapprof__init_pid;
 
 /* ---------------------------------------------------------------- warnings */
 
@@ -266,18 +267,7 @@ exit_dump(void)
 	hp_tls *t = &heapprof__tls;
 	t->busy++;
 	int saved = errno;
-	sigset_t xfsz, old, pend;
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-	int was_pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
-	heapprof__serve_exit();
-	if (!was_pending) {
-		struct timespec zero = {0, 0};
-		while (sigtimedwait(&xfsz, NULL, &zero) == SIGXFSZ)
-			;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	heapprof__serve_exit(); /* SIGXFSZ handling: see dump.c */
 	errno = saved;
 	t->busy--;
 }
@@ -297,7 +287,9 @@ heapprof_init(void)
 		t->busy--;
 		return;
 	}
+	heapprof__init_pid = (long)getpid();
 	read_env(&heapprof__cfg);
+
 	/* Setuid or setgid (AT_SECURE): the environment is the invoking
 	 * user's, so read_env saw none of it (secure_getenv), and nothing is
 	 * written unless the program itself asks (heapprof_dump_file): no

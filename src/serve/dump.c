@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "../collect/collect.h"
 #include "serve.h"
@@ -94,11 +95,15 @@ fd_write(void *arg, const void *p, size_t n)
 	return 0;
 }
 
+/* The process whose files carry no ".PID" when the template has no %p:
+ * the one `heapprof run` started, else the one the library was loaded in
+ * (its forked children then get their own names). */
 static long
 main_pid(void)
 {
 	const char *v = getenv("HEAPPROF_MAINPID");
-	return v ? strtol(v, NULL, 10) : 0;
+	long p = v ? strtol(v, NULL, 10) : 0;
+	return p > 0 ? p : heapprof__init_pid;
 }
 
 /* Writes the profile to `path` atomically. Called with dump_lock held and
@@ -106,18 +111,101 @@ main_pid(void)
 /* In HEAPPROF_MODE=delta, where the last periodic file ended (dump_lock). */
 static hp_baseline period_base;
 
+/* Where a profile goes: normally an unnamed file in PATH's directory
+ * (O_TMPFILE), which gets the name PATH.tmp.PID only once complete and on
+ * disk, and is then renamed over PATH: readers never see a torn profile,
+ * and a process killed mid-dump leaves nothing behind. Without O_TMPFILE
+ * (some filesystems) PATH.tmp.PID is created exclusively (a file planted
+ * there is removed, never reused). An existing PATH that is not a regular
+ * file (a device such as /dev/null, a FIFO) is written in place, never
+ * replaced. Nothing follows a symbolic link. */
+typedef struct out_file {
+	int fd;
+	int unnamed;  /* O_TMPFILE */
+	int in_place; /* PATH itself */
+	char tmp[4200];
+} out_file;
+
+static int
+out_open(out_file *f, const char *path)
+{
+	memset(f, 0, sizeof(*f));
+	struct stat st;
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		f->in_place = 1;
+		f->fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		return f->fd < 0 ? -errno : 0;
+	}
+	if (snprintf(f->tmp, sizeof(f->tmp), "%s.tmp.%ld", path, (long)getpid()) >=
+	    (int)sizeof(f->tmp))
+		return -ENAMETOOLONG;
+	char dir[4200];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash == dir)
+		dir[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		strcpy(dir, ".");
+	f->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (f->fd >= 0) {
+		f->unnamed = 1;
+		return 0;
+	}
+	for (int attempt = 0; attempt < 2; attempt++) {
+		f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		             0600);
+		if (f->fd >= 0 || errno != EEXIST)
+			break;
+		unlink(f->tmp); /* a leftover or planted file: never reuse it */
+	}
+	return f->fd < 0 ? -errno : 0;
+}
+
+/* Makes the written file PATH (rc: the writing's result). */
+static int
+out_commit(out_file *f, const char *path, int rc)
+{
+	if (rc == 0 && !f->in_place && fsync(f->fd) != 0)
+		rc = -errno;
+	if (rc == 0 && f->unnamed) {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", f->fd);
+		for (int attempt = 0; attempt < 2; attempt++) {
+			if (linkat(AT_FDCWD, proc, AT_FDCWD, f->tmp,
+			           AT_SYMLINK_FOLLOW) == 0) {
+				f->unnamed = 0;
+				break;
+			}
+			if (errno != EEXIST) {
+				rc = -errno;
+				break;
+			}
+			unlink(f->tmp);
+		}
+		if (rc == 0 && f->unnamed)
+			rc = -EEXIST;
+	}
+	if (close(f->fd) != 0 && rc == 0 && !f->in_place)
+		rc = -errno;
+	if (f->in_place)
+		return rc;
+	if (rc == 0 && rename(f->tmp, path) != 0)
+		rc = -errno;
+	if (rc != 0 && !f->unnamed)
+		unlink(f->tmp);
+	return rc;
+}
+
 static int
 write_file(const char *path, int periodic)
 {
-	char tmp[4200];
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid()) >=
-	    (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-	              0600);
-	if (fd < 0)
-		return -errno;
-	struct fd_out o = {fd};
+	out_file f;
+	int rc = out_open(&f, path);
+	if (rc != 0)
+		return rc;
+	struct fd_out o = {f.fd};
 	hp_snap_opts so;
 	memset(&so, 0, sizeof(so));
 	so.text = heapprof__cfg.text;
@@ -128,18 +216,8 @@ write_file(const char *path, int periodic)
 		so.base = &period_base;
 		so.next_base = &period_base;
 	}
-	int rc = heapprof__snapshot_write_ex(fd_write, &o, &so);
-	/* On disk before it has its name: a crash never leaves a torn file
-	 * under PATH. */
-	if (rc == 0 && fsync(fd) != 0)
-		rc = -errno;
-	if (close(fd) != 0 && rc == 0)
-		rc = -errno;
-	if (rc == 0 && rename(tmp, path) != 0)
-		rc = -errno;
-	if (rc != 0)
-		unlink(tmp);
-	return rc;
+	rc = heapprof__snapshot_write_ex(fd_write, &o, &so);
+	return out_commit(&f, path, rc);
 }
 
 static int
@@ -173,12 +251,31 @@ dump_locked(const char *path_or_null)
 	return rc;
 }
 
+/* Serialised with every other dump. SIGXFSZ is blocked meanwhile, so a
+ * file-size limit fails the write with EFBIG (one warning) instead of
+ * killing the program; a SIGXFSZ our write raised is discarded, one that
+ * was already pending for the program is left alone. */
 static int
-dump(const char *path)
+dump(const char *path, int from_thread)
 {
+	sigset_t xfsz, old, pend;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	int was_pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
 	pthread_mutex_lock(&dump_lock);
-	int rc = dump_locked(path);
+	int rc = 0;
+	/* After the exit dump, the background thread writes no more: its
+	 * dump would be cut off by the process ending. */
+	if (!(from_thread && atomic_load(&exiting)))
+		rc = dump_locked(path);
 	pthread_mutex_unlock(&dump_lock);
+	if (!was_pending) {
+		struct timespec zero = {0, 0};
+		while (sigtimedwait(&xfsz, NULL, &zero) == SIGXFSZ)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
 
@@ -251,7 +348,7 @@ thread_main(void *arg)
 				next_dump = now + period; /* fell behind: skip */
 		}
 		if (want_dump)
-			dump(NULL);
+			dump(NULL, 1);
 		if (r > 0)
 			heapprof__http_process(pfd + 1, n - 1, now);
 		else
@@ -317,7 +414,7 @@ heapprof__serve_exit(void)
 {
 	if (atomic_exchange(&exiting, 1))
 		return;
-	dump(NULL);
+	dump(NULL, 0);
 }
 
 void
@@ -331,7 +428,14 @@ heapprof__serve_atfork_release(int child)
 {
 	if (child) {
 		/* The dump thread did not survive the fork: periodic and
-		 * signal dumps stop in the child; its exit dump still runs. */
+		 * signal dumps stop in the child; its exit dump still runs.
+		 * The pipe is the parent's: a signal to the child must not
+		 * make the parent dump. */
+		if (pipe_fd[0] >= 0) {
+			close(pipe_fd[0]);
+			close(pipe_fd[1]);
+			pipe_fd[0] = pipe_fd[1] = -1;
+		}
 		seq = 0;
 		atomic_store(&write_warned, 0);
 	}
@@ -347,7 +451,9 @@ heapprof_dump_file(const char *path)
 		return HEAPPROF_ENOTINIT;
 	hp_tls *t = &heapprof__tls;
 	t->busy++;
-	int rc = dump(path);
+	int saved = errno;
+	int rc = dump(path, 0);
+	errno = saved;
 	t->busy--;
 	return rc;
 }
