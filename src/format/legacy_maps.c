@@ -243,10 +243,10 @@ entry(maps_ctx *x, hp_legacy *p, const char *raw, size_t rn)
 	    parse_hex(GSTR(g_end), GLEN(g_end), &mp.limit) ||
 	    (GSET(g_off) && parse_hex(GSTR(g_off), GLEN(g_off), &mp.offset)))
 		return add_attr(x, s, n); /* pprof: unrecognized line */
-	mp.file = GSET(g_file) ? dup_range(GSTR(g_file), GLEN(g_file))
-	                       : dup_range("", 0);
-	mp.build_id = GSET(g_bid) ? dup_range(GSTR(g_bid), GLEN(g_bid))
-	                          : dup_range("", 0);
+	mp.file_len = GSET(g_file) ? GLEN(g_file) : 0;
+	mp.file = dup_range(GSET(g_file) ? GSTR(g_file) : "", mp.file_len);
+	mp.build_id_len = GSET(g_bid) ? GLEN(g_bid) : 0;
+	mp.build_id = dup_range(GSET(g_bid) ? GSTR(g_bid) : "", mp.build_id_len);
 #undef GLEN
 #undef GSTR
 #undef GSET
@@ -261,9 +261,12 @@ entry(maps_ctx *x, hp_legacy *p, const char *raw, size_t rn)
 static int
 adjacent(const hp_legacy_map *a, const hp_legacy_map *b)
 {
-	if (a->file[0] && b->file[0] && strcmp(a->file, b->file))
+	if (a->file_len && b->file_len &&
+	    (a->file_len != b->file_len || memcmp(a->file, b->file, a->file_len)))
 		return 0;
-	if (a->build_id[0] && b->build_id[0] && strcmp(a->build_id, b->build_id))
+	if (a->build_id_len && b->build_id_len &&
+	    (a->build_id_len != b->build_id_len ||
+	     memcmp(a->build_id, b->build_id, a->build_id_len)))
 		return 0;
 	if (a->limit != b->start)
 		return 0;
@@ -281,10 +284,10 @@ map_free(hp_legacy_map *m)
 
 /* Step 2's test: is this file the main binary's? */
 static int
-is_main(maps_ctx *x, const char *file, int *err)
+is_main(maps_ctx *x, const char *file, size_t n, int *err)
 {
 	/* strings.Replace(file, "(deleted)", "", -1), then TrimSpace. */
-	size_t n = strlen(file), len = 0;
+	size_t len = 0;
 	char *t = malloc(n + 1);
 	if (!t) {
 		*err = -ENOMEM;
@@ -311,6 +314,8 @@ is_main(maps_ctx *x, const char *file, int *err)
 	return r;
 }
 
+static int assign(hp_legacy *p);
+
 static int
 fixups(maps_ctx *x, hp_legacy *p)
 {
@@ -321,14 +326,16 @@ fixups(maps_ctx *x, hp_legacy *p)
 			hp_legacy_map *lm = &p->maps[k - 1], *m = &p->maps[i];
 			if (adjacent(lm, m)) {
 				lm->limit = m->limit;
-				if (m->file[0]) {
+				if (m->file_len) {
 					free(lm->file);
 					lm->file = m->file;
+					lm->file_len = m->file_len;
 					m->file = NULL;
 				}
-				if (m->build_id[0]) {
+				if (m->build_id_len) {
 					free(lm->build_id);
 					lm->build_id = m->build_id;
+					lm->build_id_len = m->build_id_len;
 					m->build_id = NULL;
 				}
 				map_free(m);
@@ -341,7 +348,7 @@ fixups(maps_ctx *x, hp_legacy *p)
 	/* 2. main binary to the front (a swap, as pprof does) */
 	for (size_t i = 0; i < p->nmaps; i++) {
 		int err = 0;
-		int main_bin = is_main(x, p->maps[i].file, &err);
+		int main_bin = is_main(x, p->maps[i].file, p->maps[i].file_len, &err);
 		if (err)
 			return err;
 		if (main_bin) {
@@ -352,7 +359,8 @@ fixups(maps_ctx *x, hp_legacy *p)
 		}
 	}
 	/* 3. /anon_hugepage */
-	if (p->nmaps > 1 && !strncmp(p->maps[0].file, "/anon_hugepage", 14) &&
+	if (p->nmaps > 1 && p->maps[0].file_len >= 14 &&
+	    !memcmp(p->maps[0].file, "/anon_hugepage", 14) &&
 	    p->maps[0].limit == p->maps[1].start) {
 		map_free(&p->maps[0]);
 		memmove(p->maps, p->maps + 1, (p->nmaps - 1) * sizeof(*p->maps));
@@ -364,22 +372,80 @@ fixups(maps_ctx *x, hp_legacy *p)
 		p->maps[0].offset = 0;
 	}
 	/* 5. locations -> mappings */
+	return assign(p);
+}
+
+typedef struct sidx {
+	uint64_t start, limit;
+	size_t i;
+} sidx;
+
+static int
+cmp_sidx(const void *a, const void *b)
+{
+	const sidx *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The first mapping (in list order) containing a, or p->nmaps. While the
+ * real mappings are pairwise disjoint (`ix` sorted by start, `fast`), at
+ * most one contains a: a binary search finds it; past them, the fake
+ * mapping (last in the list, [0, 2^64-1)) contains every other address. */
+static size_t
+containing(const hp_legacy *p, const sidx *ix, size_t nix, int fast,
+           size_t fake, uint64_t a)
+{
+	if (!fast) {
+		size_t i;
+		for (i = 0; i < p->nmaps; i++)
+			if (p->maps[i].start <= a && a < p->maps[i].limit)
+				break;
+		return i;
+	}
+	size_t lo = 0, hi = nix;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix[mid].start <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && a < ix[lo - 1].limit)
+		return ix[lo - 1].i;
+	if (fake && a != UINT64_MAX)
+		return fake - 1;
+	return p->nmaps;
+}
+
+static int
+assign(hp_legacy *p)
+{
+	sidx *ix = p->nmaps ? malloc(p->nmaps * sizeof(*ix)) : NULL;
+	if (p->nmaps && !ix)
+		return -ENOMEM;
+	size_t nix = 0;
+	for (size_t i = 0; i < p->nmaps; i++)
+		if (p->maps[i].start < p->maps[i].limit)
+			ix[nix++] = (sidx){p->maps[i].start, p->maps[i].limit, i};
+	if (nix)
+		qsort(ix, nix, sizeof(*ix), cmp_sidx);
+	int fast = 1;
+	for (size_t k = 1; k < nix; k++)
+		if (ix[k - 1].limit > ix[k].start)
+			fast = 0;
 	size_t fake = 0; /* index + 1 */
 	for (size_t l = 0; l < p->nlocs; l++) {
 		uint64_t a = p->loc_addr[l];
 		if (a == 0)
 			continue;
-		size_t i;
-		for (i = 0; i < p->nmaps; i++)
-			if (p->maps[i].start <= a && a < p->maps[i].limit)
-				break;
+		size_t i = containing(p, ix, nix, fast, fake, a);
 		if (i == p->nmaps) {
 			for (i = 0; i < p->nmaps; i++) {
 				hp_legacy_map *m = &p->maps[i];
-				if ((!fake || i != fake - 1) && m->offset &&
-				    m->start - m->offset <= a && a < m->start) {
+				if (m->offset && m->start - m->offset <= a && a < m->start) {
 					m->start -= m->offset;
 					m->offset = 0;
+					fast = 0; /* the index no longer holds */
 					break;
 				}
 			}
@@ -387,9 +453,10 @@ fixups(maps_ctx *x, hp_legacy *p)
 		if (i == p->nmaps) {
 			if (!fake) {
 				hp_legacy_map fm = {0, UINT64_MAX, 0, dup_range("", 0),
-				                    dup_range("", 0)};
+				                    dup_range("", 0), 0, 0};
 				if (!fm.file || !fm.build_id || push_map(p, &fm)) {
 					map_free(&fm);
+					free(ix);
 					return -ENOMEM;
 				}
 				fake = p->nmaps;
@@ -398,6 +465,7 @@ fixups(maps_ctx *x, hp_legacy *p)
 		}
 		p->loc_map[l] = (uint32_t)(i + 1);
 	}
+	free(ix);
 	return 0;
 }
 

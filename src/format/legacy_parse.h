@@ -33,8 +33,9 @@ enum {
 
 typedef struct hp_legacy_map {
 	uint64_t start, limit, offset;
-	char *file;     /* malloc'd, never NULL ("" if none) */
-	char *build_id; /* malloc'd, never NULL */
+	char *file;     /* malloc'd, never NULL ("" if none), NUL-terminated */
+	char *build_id; /* malloc'd, never NULL, NUL-terminated */
+	size_t file_len, build_id_len; /* (either may hold NUL bytes) */
 } hp_legacy_map;
 
 typedef struct hp_legacy {

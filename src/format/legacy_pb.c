@@ -92,8 +92,11 @@ strings_first(wctx *x)
 			return -ENOMEM;
 	}
 	for (size_t i = 0; i < p->nmaps; i++) {
-		HP_TRY(intern(x, p->maps[i].file, &x->map_file[i]));
-		HP_TRY(intern(x, p->maps[i].build_id, &x->map_bid[i]));
+		const hp_legacy_map *m = &p->maps[i];
+		HP_TRY(heapprof__strtab_intern(&x->st, m->file, m->file_len,
+		                               &x->map_file[i]));
+		HP_TRY(heapprof__strtab_intern(&x->st, m->build_id, m->build_id_len,
+		                               &x->map_bid[i]));
 	}
 	HP_TRY(intern(x, drop_frames, &x->s_drop));
 	HP_TRY(intern(x, keep_frames, &x->s_keep));
