@@ -258,9 +258,8 @@ atfork_child(void)
 /* The exit dump runs on the exiting thread, whose signals are the
  * program's: under a file-size limit (ulimit -f) the profile's write
  * raised SIGXFSZ and killed the program at exit (status 153 instead of
- * its own). SIGXFSZ is blocked for the dump, so the write fails with EFBIG
- * (one warning, temporary file removed), and the signal the dump raised is
- * consumed; one that was already pending is left alone. */
+ * its own). dump.c blocks SIGXFSZ around every dump, so the write fails
+ * with EFBIG (one warning, no file left) and the signal is consumed. */
 static void
 exit_dump(void)
 {
