@@ -128,26 +128,34 @@ d=$TMPD/perm; mkdir -p "$d"
 (umask 0; run_t rel.files.mode 20 env HEAPPROF_OUT="$d/m.pb.gz" LD_PRELOAD="$LIB" "$PROG/prog_sleep" 10 >/dev/null)
 if [ "$(stat -c %a "$d/m.pb.gz" 2>/dev/null)" = 600 ]; then pass rel.files.mode_0600
 else fail rel.files.mode_0600 "mode $(stat -c %a "$d/m.pb.gz" 2>&1)"; fi
-plant() { # kind: symlink or file; prints the started pid's result
+plant() { # kind: symlink or file. Starts prog_sleep, waits until the
+	# profiler's USR2 handler is installed, plants, signals; sets RC and _c.
 	_k=$1
 	rm -f "$d/victim" "$d"/s.pb.gz*
 	echo original >"$d/victim"
-	timeout 20 env HEAPPROF_SIGNAL=USR2 HEAPPROF_EXIT=0 HEAPPROF_OUT="$d/s.pb.gz" \
-		LD_PRELOAD="$LIB" "$PROG/prog_sleep" 1500 >/dev/null 2>"$d/plant.err" &
-	_p=$!
-	sleep 0.4
-	_c=$(pgrep -P $_p prog_sleep || echo $_p) # timeout's child
+	env HEAPPROF_SIGNAL=USR2 HEAPPROF_EXIT=0 HEAPPROF_OUT="$d/s.pb.gz" \
+		LD_PRELOAD="$LIB" "$PROG/prog_sleep" 3000 >/dev/null 2>"$d/plant.err" &
+	_c=$!
+	(sleep 30; kill -9 $_c 2>/dev/null) &
+	_w=$!
+	_i=0 # SigCgt has bit 11 (USR2 = 12) once the handler is there
+	while [ $_i -lt 100 ]; do
+		_m=$(awk '/^SigCgt/ {print $2}' /proc/$_c/status 2>/dev/null)
+		[ -n "$_m" ] && [ $(( 0x$_m & 0x800 )) -ne 0 ] && break
+		sleep 0.05; _i=$((_i + 1))
+	done
 	if [ "$_k" = symlink ]; then ln -s "$d/victim" "$d/s.pb.gz.tmp.$_c"
 	else echo planted >"$d/s.pb.gz.tmp.$_c"; chmod 644 "$d/s.pb.gz.tmp.$_c"; fi
 	kill -USR2 "$_c"
-	wait $_p
+	wait $_c
 	RC=$?
+	kill $_w 2>/dev/null
 }
 plant symlink
 # Not followed: the victim is untouched (the planted link may be removed).
 if [ "$(cat "$d/victim")" = original ] && [ ! -L "$d/s.pb.gz" ] && [ $RC -eq 0 ]; then
 	pass rel.files.symlink_not_followed
-else fail rel.files.symlink_not_followed "victim: $(cat "$d/victim"), rc $RC"; fi
+else fail rel.files.symlink_not_followed "victim: $(cat "$d/victim"), rc $RC, files: $(ls -l "$d" | tail -n +2 | tr '\n' ' ')"; fi
 plant file
 if [ $RC -eq 0 ] && { [ ! -f "$d/s.pb.gz" ] || [ "$(stat -c %a "$d/s.pb.gz")" = 600 ]; }; then
 	pass rel.files.planted_temp_not_reused

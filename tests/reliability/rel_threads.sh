@@ -49,9 +49,9 @@ for rate in 1 524288; do
 done
 
 # T15: glibc tst-mallocfork2, fork() inside a signal handler.
-N=$(by_tier 1000 10000)
+N=$(by_tier 1000 5000)
 for rate in 1 524288; do
-	run_t rel.sigfork.rate$rate 90 env HEAPPROF_RATE=$rate HEAPPROF_EXIT=0 LD_PRELOAD="$LIB" \
+	run_t rel.sigfork.rate$rate $(by_tier 90 400) env HEAPPROF_RATE=$rate HEAPPROF_EXIT=0 LD_PRELOAD="$LIB" \
 		"$P/rprog_fork" sigfork "$N" >"$TMPD/sf.out" 2>&1 || continue
 	if [ $RC -eq 0 ] && grep -q '^ok sigfork' "$TMPD/sf.out"; then pass rel.sigfork.rate$rate
 	else fail rel.sigfork.rate$rate "exit $RC: $(head -3 "$TMPD/sf.out")"; fi
