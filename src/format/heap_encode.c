@@ -29,6 +29,7 @@
 #include "heap_encode.h"
 #include "pb.h"
 #include "strtab.h"
+#include "u64map.h"
 
 /* profile.proto field numbers (perftools.profiles.Profile). */
 enum {
@@ -69,72 +70,6 @@ heapprof_scale_heap_sample(int64_t count, int64_t size, int64_t rate,
 	*out_size = (int64_t)((double)size * scale);
 }
 
-/* ------------------------------------------------- address -> location id */
-
-typedef struct addr_map {
-	uint64_t *keys; /* address + 1, 0 = empty */
-	uint32_t *vals;
-	size_t cap, n;
-} addr_map;
-
-static uint64_t
-mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
-static int
-addr_map_grow(addr_map *m)
-{
-	size_t ncap = m->cap ? m->cap * 2 : 1024;
-	uint64_t *nk = calloc(ncap, sizeof(*nk));
-	uint32_t *nv = calloc(ncap, sizeof(*nv));
-	if (!nk || !nv) {
-		free(nk);
-		free(nv);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->keys[i])
-			continue;
-		size_t j = mix64(m->keys[i]) & (ncap - 1);
-		while (nk[j])
-			j = (j + 1) & (ncap - 1);
-		nk[j] = m->keys[i];
-		nv[j] = m->vals[i];
-	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = nk;
-	m->vals = nv;
-	m->cap = ncap;
-	return 0;
-}
-
-/* Returns the slot for `addr`; *found says whether it was present. */
-static int
-addr_map_slot(addr_map *m, uint64_t addr, size_t *slot, int *found)
-{
-	if ((m->n + 1) * 2 > m->cap)
-		HP_TRY(addr_map_grow(m));
-	uint64_t k = addr + 1; /* address UINT64_MAX is not a code address */
-	size_t j = mix64(k) & (m->cap - 1);
-	while (m->keys[j] && m->keys[j] != k)
-		j = (j + 1) & (m->cap - 1);
-	*found = m->keys[j] != 0;
-	if (!*found) {
-		m->keys[j] = k;
-		m->n++;
-	}
-	*slot = j;
-	return 0;
-}
-
 /* ------------------------------------------------------------- encoding */
 
 typedef struct enc {
@@ -142,7 +77,7 @@ typedef struct enc {
 	unsigned flags;
 	pb_writer w;
 	strtab st;
-	addr_map locs;
+	u64map locs;
 	uint32_t nloc;
 	uint32_t *fn_ids; /* string id -> function id (0 = none yet) */
 	size_t fn_ids_cap;
@@ -297,14 +232,15 @@ frame_lines(enc *e, uint64_t addr, long mi, uint64_t *fid, int64_t *line,
 static int
 location_id(enc *e, uint64_t addr, uint64_t *out)
 {
-	size_t slot;
+	uint32_t id;
 	int found;
-	HP_TRY(addr_map_slot(&e->locs, addr, &slot, &found));
+	HP_TRY(heapprof__u64map_get_or_put(&e->locs, addr, e->nloc + 1, &id,
+	                                   &found));
 	if (found) {
-		*out = e->locs.vals[slot];
+		*out = id;
 		return 0;
 	}
-	uint32_t id = e->locs.vals[slot] = ++e->nloc;
+	e->nloc++;
 	long mi = find_mapping(e, addr);
 	uint32_t fid = 0;
 	if (e->p->symbolize_frames) {
@@ -509,8 +445,7 @@ heapprof__encode_heap_to(const heapprof_heap_profile *p, unsigned flags,
 		rc = encode_body(&e);
 	heapprof__pb_free(&e.w);
 	heapprof__strtab_free(&e.st);
-	free(e.locs.keys);
-	free(e.locs.vals);
+	heapprof__u64map_free(&e.locs);
 	free(e.fn_ids);
 	free(e.map_order);
 	free(e.loc_buf);

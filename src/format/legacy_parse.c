@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler.h"
 #include "legacy_parse.h"
 
 static const char *const types4[] = {
@@ -143,16 +144,6 @@ heapprof__legacy_scale(int64_t count, int64_t size, int64_t rate, int64_t *oc,
 
 /* --------------------------------------------------------------- tables */
 
-static uint64_t
-mix(uint64_t x)
-{
-	x ^= x >> 31;
-	x *= 0x7fb5d329728ea185ULL;
-	x ^= x >> 27;
-	x *= 0x81dadef4bc2dd44dULL;
-	return x ^ (x >> 33);
-}
-
 static int
 grow(void **p, size_t *cap, size_t need, size_t elem)
 {
@@ -172,68 +163,17 @@ grow(void **p, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static int
-hash_grow(hp_legacy *p)
-{
-	size_t ncap = p->h_cap ? p->h_cap * 2 : 256;
-	uint64_t *k = calloc(ncap, sizeof(*k));
-	uint32_t *v = calloc(ncap, sizeof(*v));
-	if (!k || !v) {
-		free(k);
-		free(v);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < p->h_cap; i++) {
-		if (!p->h_keys[i])
-			continue;
-		size_t j = mix(p->h_keys[i]) & (ncap - 1);
-		while (k[j])
-			j = (j + 1) & (ncap - 1);
-		k[j] = p->h_keys[i];
-		v[j] = p->h_vals[i];
-	}
-	free(p->h_keys);
-	free(p->h_vals);
-	p->h_keys = k;
-	p->h_vals = v;
-	p->h_cap = ncap;
-	return 0;
-}
-
 /* The location index for addr, created if new. */
 static int
 location(hp_legacy *p, uint64_t addr, uint32_t *out)
 {
-	if ((p->nlocs + 1) * 2 > p->h_cap) {
-		int rc = hash_grow(p);
-		if (rc)
-			return rc;
-	}
-	/* Key addr + 1 keeps 0 free for "empty"; addr UINT64_MAX (from a
-	 * text address 0x0) needs its own slot: it maps to key 0, so store
-	 * it out of band. */
-	if (addr == UINT64_MAX) {
-		if (p->max_loc) {
-			*out = p->max_loc - 1;
-			return 0;
-		}
-		if (p->nlocs >= UINT32_MAX - 1)
-			return HEAPPROF_EOVERFLOW;
-		p->max_loc = (uint32_t)p->nlocs + 1;
-	} else {
-		uint64_t key = addr + 1;
-		size_t j = mix(key) & (p->h_cap - 1);
-		while (p->h_keys[j] && p->h_keys[j] != key)
-			j = (j + 1) & (p->h_cap - 1);
-		if (p->h_keys[j]) {
-			*out = p->h_vals[j];
-			return 0;
-		}
-		if (p->nlocs >= UINT32_MAX - 1)
-			return HEAPPROF_EOVERFLOW;
-		p->h_keys[j] = key;
-		p->h_vals[j] = (uint32_t)p->nlocs;
-	}
+	if (p->nlocs >= UINT32_MAX - 1)
+		return HEAPPROF_EOVERFLOW;
+	int found;
+	HP_TRY(heapprof__u64map_get_or_put(&p->locmap, addr, (uint32_t)p->nlocs,
+	                                   out, &found));
+	if (found)
+		return 0;
 	size_t need = p->nlocs + 1, cap = p->locs_cap;
 	if (grow((void **)&p->loc_addr, &cap, need, sizeof(uint64_t)))
 		return -ENOMEM;
@@ -350,7 +290,6 @@ heapprof__legacy_free(hp_legacy *p)
 		free(p->maps[i].build_id);
 	}
 	free(p->maps);
-	free(p->h_keys);
-	free(p->h_vals);
+	heapprof__u64map_free(&p->locmap);
 	memset(p, 0, sizeof(*p));
 }

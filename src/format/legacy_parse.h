@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "u64map.h"
+
 #include "heapprof.h"
 
 enum {
@@ -61,10 +63,7 @@ typedef struct hp_legacy {
 
 	/* internal: capacities and the address -> location hash */
 	size_t samples_cap, stack_cap, locs_cap, maps_cap;
-	uint64_t *h_keys; /* address + 1, 0 = empty */
-	uint32_t *h_vals;
-	size_t h_cap;
-	uint32_t max_loc; /* index + 1 of the location at UINT64_MAX */
+	u64map locmap;    /* address -> location index */
 } hp_legacy;
 
 /* Where a parse failed: 1-based line number (0: not line-specific). */
