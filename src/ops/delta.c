@@ -141,6 +141,9 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->acc, d->acc_cap * 8);
 	heapprof__delta_release(d, &d->slot, d->slot_cap * 4);
 	heapprof__delta_release(d, &d->outv, d->outv_cap * 8);
+	heapprof__delta_release(d, &d->e_ids, d->e_cap * 8);
+	heapprof__delta_release(d, &d->e_idx, d->e_idx_cap * 4);
+	heapprof__delta_release(d, &d->e_lab, d->e_lcap * sizeof(pprof_label));
 	heapprof__delta_release(d, &d->str_map, d->str_map_cap * 4);
 	heapprof__delta_release(d, &d->out_strs, d->out_strs_cap * 4);
 	heapprof__delta_release(d, &d->loc_used, d->loc_used_cap);
@@ -181,7 +184,8 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
 	     d->acc_cap * 8 + d->slot_cap * 4 + d->outv_cap * 8 +
 	     d->str_map_cap * 4 + d->out_strs_cap * 4 + d->loc_used_cap +
-	     d->func_used_cap + d->map_used_cap + d->w.cap + d->dec.zbuf_cap;
+	     d->func_used_cap + d->map_used_cap + d->w.cap + d->dec.zbuf_cap +
+	     d->e_cap * 8 + d->e_idx_cap * 4 + d->e_lcap * sizeof(pprof_label);
 	st->state_bytes = b;
 	return 0;
 }
@@ -361,7 +365,7 @@ key_of(heapprof_delta *d, const pprof_sample *s, uint32_t *kidp)
 		HP_TRY(keys_room(d, d->keys.n));
 		memset(d->prev + (size_t)kid * d->nnames, 0, d->nnames * 8);
 		d->kgen[kid] = d->gen - 1;
-		d->kraw[kid].len = DELTA_NONE;
+		d->kraw[kid].len = DELTA_RAW_NONE;
 		d->kraw[kid].next = DELTA_NONE;
 	}
 	*kidp = kid;
@@ -381,8 +385,10 @@ add_values(heapprof_delta *d, uint32_t kid, uint32_t off, uint32_t len,
 			                            d->nitems + 1,
 			                            sizeof(delta_item)));
 		}
-		HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
-		                            (d->nitems + 1) * nt, 8));
+		if (HP_UNLIKELY((d->nitems + 1) * nt > d->acc_cap)) {
+			HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
+			                            (d->nitems + 1) * nt, 8));
+		}
 		d->kgen[kid] = d->gen;
 		d->kpos[kid] = (uint32_t)d->nitems;
 		delta_item *item = &d->items[d->nitems++];
@@ -453,8 +459,15 @@ emit(heapprof_delta *d)
 		}
 		if (!nz)
 			continue;
-		HP_TRY(heapprof__pprof_sample_at(dec, item->off, item->len, &s));
-		HP_TRY(heapprof__delta_out_sample(d, &s, d->outv));
+		int rc = heapprof__delta_out_fast(d, item->off, item->len,
+		                                  d->outv);
+		if (rc < 0)
+			return rc;
+		if (rc == 0) {
+			HP_TRY(heapprof__pprof_sample_at(dec, item->off,
+			                                 item->len, &s));
+			HP_TRY(heapprof__delta_out_sample(d, &s, d->outv));
+		}
 		d->last_out++;
 	}
 	return 0;

@@ -22,11 +22,17 @@ typedef struct delta_item {
 	uint32_t off, len; /* first sample with that key in this profile */
 } delta_item;
 
-/* Per key: its raw identity bytes in the raw arena (len DELTA_NONE: none)
- * and the key that followed it in the last call (delta_raw.c). */
+/* Per key: its raw identity bytes in the raw arena (the sample's bytes
+ * before its values field, `la` of them, then those after; len
+ * DELTA_RAW_NONE: none) and the key that followed it in the last call
+ * (delta_raw.c). */
 typedef struct delta_kraw {
-	uint32_t off, len, next;
+	uint32_t off;
+	uint16_t len, la;
+	uint32_t next;
 } delta_kraw;
+
+#define DELTA_RAW_NONE UINT16_MAX
 
 /* Most sample types the raw fast path decodes inline (more: slow path). */
 #define DELTA_RAW_MAXT 16
@@ -82,6 +88,12 @@ struct heapprof_delta {
 	size_t slot_cap;
 	int64_t *outv;
 	size_t outv_cap;
+	uint64_t *e_ids; /* fast emit: location ids, their indexes, labels */
+	size_t e_cap;
+	uint32_t *e_idx;
+	size_t e_idx_cap;
+	pprof_label *e_lab;
+	size_t e_lcap;
 	uint32_t *str_map; /* input string index -> output index (0: none) */
 	size_t str_map_cap;
 	uint32_t *out_strs; /* output string i = input string out_strs[i] */
@@ -115,9 +127,18 @@ int heapprof__delta_raw_lookup(heapprof_delta *d, uint32_t off, uint32_t len,
                                int64_t *vals, uint32_t *kid);
 int heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
                                uint32_t len);
-void heapprof__delta_raw_link(heapprof_delta *d, uint32_t kid);
 void heapprof__delta_raw_invalidate(heapprof_delta *d);
 void heapprof__delta_raw_free(heapprof_delta *d);
+
+static inline void
+heapprof__delta_raw_link(heapprof_delta *d, uint32_t kid)
+{
+	if (d->klast == DELTA_NONE)
+		d->khead = kid;
+	else
+		d->kraw[d->klast].next = kid;
+	d->klast = kid;
+}
 
 /* Output (delta_write.c). begin resets the writer and writes the sample
  * types; sample writes one sample; finish writes the mappings, locations,
@@ -126,6 +147,11 @@ int heapprof__delta_out_begin(heapprof_delta *d, unsigned flags,
                               heapprof_write_fn *write, void *arg);
 int heapprof__delta_out_sample(heapprof_delta *d, const pprof_sample *s,
                                const int64_t *values);
+/* Writes the validated sample whose body is at (off, len) with `values`
+ * without the full decoder (ids, indexes and labels read directly).
+ * Returns 1 if written, 0 if its form needs the decoder, or an error. */
+int heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
+                             const int64_t *values);
 int heapprof__delta_out_finish(heapprof_delta *d, unsigned flags,
                                int64_t time_nanos, int64_t duration_nanos);
 void heapprof__delta_out_free(heapprof_delta *d);

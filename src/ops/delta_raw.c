@@ -22,7 +22,7 @@ void
 heapprof__delta_raw_invalidate(heapprof_delta *d)
 {
 	for (size_t k = 0; k < d->keys.n; k++) {
-		d->kraw[k].len = DELTA_NONE;
+		d->kraw[k].len = DELTA_RAW_NONE;
 		d->kraw[k].next = DELTA_NONE;
 	}
 	d->raw_len = 0;
@@ -144,59 +144,89 @@ split(const uint8_t *body, size_t len, const uint8_t *hard,
 	return *vs ? 0 : -1;
 }
 
-/* memcmp(a, b, n) == 0 for the short runs of a sample, 8 bytes a step. */
+HP_INLINE bool
+eq8(const uint8_t *a, const uint8_t *b)
+{
+	uint64_t x, y;
+	memcpy(&x, a, 8);
+	memcpy(&y, b, 8);
+	return x == y;
+}
+
+HP_INLINE bool
+eq4(const uint8_t *a, const uint8_t *b)
+{
+	uint32_t x, y;
+	memcpy(&x, a, 4);
+	memcpy(&y, b, 4);
+	return x == y;
+}
+
+/* memcmp(a, b, n) == 0 for the short runs of a sample: 8 bytes a step,
+ * the tail as one overlapping load. */
 HP_INLINE bool
 same(const uint8_t *a, const uint8_t *b, size_t n)
 {
-	uint64_t x, y;
-	while (n >= 8) {
-		memcpy(&x, a, 8);
-		memcpy(&y, b, 8);
-		if (x != y)
-			return false;
-		a += 8;
-		b += 8;
-		n -= 8;
+	if (n >= 8) {
+		for (size_t i = 0; i + 8 < n; i += 8)
+			if (!eq8(a + i, b + i))
+				return false;
+		return eq8(a + n - 8, b + n - 8);
 	}
+	if (n >= 4)
+		return eq4(a, b) && eq4(a + n - 4, b + n - 4);
 	while (n--)
 		if (*a++ != *b++)
 			return false;
 	return true;
 }
 
+/* True if the sample body is key c's recorded bytes around a values field
+ * (tag 0x12 at offset la) holding exactly ntypes varints, put in vals. The
+ * body then parses exactly as the recorded sample did, values aside. */
+HP_INLINE bool
+try_key(const heapprof_delta *d, uint32_t c, const uint8_t *body,
+        size_t len, int64_t *vals)
+{
+	if (c >= d->keys.n)
+		return false;
+	const delta_kraw *r = &d->kraw[c];
+	size_t la = r->la;
+	if (r->len == DELTA_RAW_NONE || la >= len || body[la] != 0x12)
+		return false;
+	const uint8_t *hard = d->dec.buf + d->dec.len, *e = body + len;
+	const uint8_t *q = body + la + 1;
+	uint64_t vlen;
+	if (rd_varint(&q, hard, &vlen) < 0 || q > e ||
+	    vlen > (uint64_t)(e - q))
+		return false;
+	const uint8_t *ve = q + vlen;
+	size_t lb = (size_t)(e - ve);
+	const uint8_t *rb = d->raw + r->off;
+	if (lb != (size_t)r->len - la || !same(rb, body, la) ||
+	    !same(rb + la, ve, lb))
+		return false;
+	size_t nt = d->dec.ntypes, n = 0;
+	while (q < ve) {
+		uint64_t v;
+		if (n == nt || rd_varint(&q, hard, &v) < 0 || q > ve)
+			return false;
+		vals[n++] = (int64_t)v;
+	}
+	return n == nt;
+}
+
 int
 heapprof__delta_raw_lookup(heapprof_delta *d, uint32_t off, uint32_t len,
                            int64_t *vals, uint32_t *kid)
 {
-	const uint8_t *body = d->dec.buf + off, *hard = d->dec.buf + d->dec.len;
-	const uint8_t *vs = NULL, *ve = NULL, *vd = NULL;
-	if (split(body, len, hard, &vs, &ve, &vd) < 0)
-		return 0;
-	size_t la = (size_t)(vs - body), lb = (size_t)(body + len - ve);
+	const uint8_t *body = d->dec.buf + off;
 	uint32_t c = d->klast == DELTA_NONE ? d->khead : d->kraw[d->klast].next;
-	const delta_kraw *r = NULL;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (c < d->keys.n && d->kraw[c].len == la + lb &&
-		    same(d->raw + d->kraw[c].off, body, la) &&
-		    same(d->raw + d->kraw[c].off + la, ve, lb)) {
-			r = &d->kraw[c];
-			break;
-		}
+	if (!try_key(d, c, body, len, vals)) {
 		c = d->klast == DELTA_NONE ? 0 : d->klast + 1;
-	}
-	if (!r)
-		return 0;
-	/* Values: exactly ntypes varints filling the field. */
-	size_t nt = d->dec.ntypes, n = 0;
-	const uint8_t *p = vd;
-	while (p < ve) {
-		uint64_t v;
-		if (n == nt || rd_varint(&p, hard, &v) < 0 || p > ve)
+		if (!try_key(d, c, body, len, vals))
 			return 0;
-		vals[n++] = (int64_t)v;
 	}
-	if (n != nt)
-		return 0;
 	*kid = c;
 	d->raw_hits++;
 	return 1;
@@ -213,11 +243,13 @@ heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
 	size_t la = (size_t)(vs - body), lb = (size_t)(body + len - ve);
 	size_t n = la + lb;
 	delta_kraw *r = &d->kraw[kid];
-	if (r->len != DELTA_NONE && r->len >= n) {
+	if (n >= DELTA_RAW_NONE)
+		return 0; /* not cached */
+	if (r->len != DELTA_RAW_NONE && r->len >= n) {
 		/* Fits where the old bytes were. */
 		d->raw_garbage += r->len - n;
 	} else {
-		if (r->len != DELTA_NONE)
+		if (r->len != DELTA_RAW_NONE)
 			d->raw_garbage += r->len;
 		if (d->raw_garbage > 65536 && d->raw_garbage * 2 > d->raw_len) {
 			/* Mostly dead bytes: start over (keeps capacity). */
@@ -235,16 +267,7 @@ heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
 	}
 	memcpy(d->raw + r->off, body, la);
 	memcpy(d->raw + r->off + la, ve, lb);
-	r->len = (uint32_t)n;
+	r->len = (uint16_t)n;
+	r->la = (uint16_t)la;
 	return 0;
-}
-
-void
-heapprof__delta_raw_link(heapprof_delta *d, uint32_t kid)
-{
-	if (d->klast == DELTA_NONE)
-		d->khead = kid;
-	else
-		d->kraw[d->klast].next = kid;
-	d->klast = kid;
 }
