@@ -4,7 +4,9 @@
     python3 bench/capture_table.py RAW.tsv [NOTES.txt]
 
 Tables: ratios against "none" (median wall / median CPU / median peak RSS of
-the configuration over the same of "none", all from the same run); absolute
+the configuration over the same of "none", all from the same run); paired
+per-round ratios and best-of-N ratios, which resist a shared machine's
+load better; absolute
 medians with the wall-time range; mbench's own ns per pair. Runs whose
 output differs from "none" (checksums, cc1's assembly) or that failed are
 flagged and left out of the medians.
@@ -82,6 +84,31 @@ def main():
                 cells.append("n/a")
             else:
                 cells.append("/".join("%.2f" % (x / y) for x, y in zip(cur, base)))
+        out.append("| %s | %s |" % (CONFIG_LABEL.get(c, c), " | ".join(cells)))
+    out.append("")
+    out.append("Noise-resistant ratios against none: median over rounds of the ratio to the none run of the "
+               "same round (paired), wall / CPU; then the ratio of the fastest runs (best of N), wall / CPU")
+    out.append("")
+    out.append("| configuration | " + " | ".join(WORKLOAD_LABEL[w] for w in wls) + " |")
+    out.append("|---" * (len(wls) + 1) + "|")
+    for c in cfgs:
+        cells = []
+        for w in wls:
+            base = {r["round"]: r for r in data.get((w, "none"), [])}
+            pw, pc = [], []
+            for r in data.get((w, c), []):
+                b = base.get(r["round"])
+                if b:
+                    pw.append(float(r["wall_s"]) / float(b["wall_s"]))
+                    pc.append(float(r["cpu_s"]) / float(b["cpu_s"]))
+            cur = data.get((w, c), [])
+            bl = data.get((w, "none"), [])
+            if not pw or not cur or not bl:
+                cells.append("n/a")
+                continue
+            mw = min(float(r["wall_s"]) for r in cur) / min(float(r["wall_s"]) for r in bl)
+            mc = min(float(r["cpu_s"]) for r in cur) / min(float(r["cpu_s"]) for r in bl)
+            cells.append("%.2f/%.2f; best %.2f/%.2f" % (statistics.median(pw), statistics.median(pc), mw, mc))
         out.append("| %s | %s |" % (CONFIG_LABEL.get(c, c), " | ".join(cells)))
     out.append("")
     out.append("Absolute medians: wall s (min–max) / CPU s / peak RSS MiB [runs]")
