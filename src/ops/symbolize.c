@@ -153,9 +153,14 @@ collect(sym *s, const bool *which, heapprof_sym_frames_fn *fn, void *arg,
 		size_t n = fn(arg, (size_t)mi, &hm[mi], l.address, fr, MAX_FRAMES);
 		if (n > MAX_FRAMES)
 			n = MAX_FRAMES;
-		int named = 0, files = n > 0, lines = n > 0;
+		/* A Line needs a function: frames without a name are dropped. */
+		size_t kept = 0;
+		for (size_t k = 0; k < n; k++)
+			if (fr[k].function && fr[k].function[0])
+				fr[kept++] = fr[k];
+		n = kept;
+		int named = n > 0, files = n > 0, lines = n > 0;
 		for (size_t k = 0; k < n; k++) {
-			named |= fr[k].function && fr[k].function[0];
 			files &= fr[k].file && fr[k].file[0];
 			lines &= fr[k].line > 0;
 		}
@@ -185,10 +190,8 @@ collect(sym *s, const bool *which, heapprof_sym_frames_fn *fn, void *arg,
 		s->loc_n[i] = (uint32_t)n;
 		for (size_t k = 0; k < n; k++) {
 			new_line *nl = &s->lines[s->nlines++];
-			nl->function_id = 0;
 			nl->line = fr[k].line;
-			if (fr[k].function && fr[k].function[0])
-				HP_TRY(function_id(s, &fr[k], &nl->function_id));
+			HP_TRY(function_id(s, &fr[k], &nl->function_id));
 		}
 	}
 	return 0;
