@@ -88,10 +88,8 @@ struct heapprof_delta {
 	size_t slot_cap;
 	int64_t *outv;
 	size_t outv_cap;
-	uint64_t *e_ids; /* fast emit: location ids, their indexes, labels */
+	uint64_t *e_ids; /* fast emit: location ids, labels */
 	size_t e_cap;
-	uint32_t *e_idx;
-	size_t e_idx_cap;
 	pprof_label *e_lab;
 	size_t e_lcap;
 	uint32_t *str_map; /* input string index -> output index (0: none) */

@@ -153,16 +153,16 @@ heapprof__delta_out_begin(heapprof_delta *d, unsigned flags,
 	return w->err;
 }
 
-int
-heapprof__delta_out_sample(heapprof_delta *d, const pprof_sample *s,
-                           const int64_t *values)
+/* The values and labels of a Sample and its end (its begin and location
+ * ids are written by the caller). */
+static int
+out_tail(heapprof_delta *d, const int64_t *values, size_t nvalues,
+         const pprof_label *labels, size_t nlabels)
 {
 	pb_writer *w = &d->w;
-	heapprof__pb_begin(w, PPROF_SAMPLE);
-	heapprof__pb_packed_u64(w, 1, s->location_ids, s->nlocations);
-	heapprof__pb_packed_i64(w, 2, values, s->nvalues);
-	for (size_t i = 0; i < s->nlabels; i++) {
-		const pprof_label *lb = &s->labels[i];
+	heapprof__pb_packed_i64(w, 2, values, nvalues);
+	for (size_t i = 0; i < nlabels; i++) {
+		const pprof_label *lb = &labels[i];
 		heapprof__pb_begin(w, 3);
 		heapprof__pb_uint_opt(w, 1, str_out(d, lb->key));
 		heapprof__pb_uint_opt(w, 2, str_out(d, lb->str));
@@ -171,6 +171,17 @@ heapprof__delta_out_sample(heapprof_delta *d, const pprof_sample *s,
 		heapprof__pb_end(w);
 	}
 	heapprof__pb_end(w);
+	return w->err;
+}
+
+int
+heapprof__delta_out_sample(heapprof_delta *d, const pprof_sample *s,
+                           const int64_t *values)
+{
+	pb_writer *w = &d->w;
+	heapprof__pb_begin(w, PPROF_SAMPLE);
+	heapprof__pb_packed_u64(w, 1, s->location_ids, s->nlocations);
+	HP_TRY(out_tail(d, values, s->nvalues, s->labels, s->nlabels));
 	for (size_t i = 0; i < s->nlocations; i++)
 		d->loc_used[s->location_index[i]] = 1;
 	return w->err;
@@ -210,10 +221,13 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 	pprof_dec *dec = &d->dec;
 	const uint8_t *p = dec->buf + off, *e = p + len;
 	const uint8_t *hard = dec->buf + dec->len;
-	size_t nl = 0, nlab = 0;
+	const uint8_t *ids = NULL; /* the one packed ids field, if minimal */
+	size_t nl = 0, nlab = 0, nids_fields = 0, ids_len = 0;
+	bool minimal = true;
 	/* At most one location id per byte. */
-	HP_TRY(heapprof__delta_grow(d, &d->e_ids, &d->e_cap, len + 1, 8));
-	HP_TRY(heapprof__delta_grow(d, &d->e_idx, &d->e_idx_cap, len + 1, 4));
+	if (HP_UNLIKELY(len + 1 > d->e_cap))
+		HP_TRY(heapprof__delta_grow(d, &d->e_ids, &d->e_cap, len + 1,
+		                            8));
 	while (p < e) {
 		uint8_t tag = *p;
 		const uint8_t *q = p + 1;
@@ -224,34 +238,40 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 			return 0;
 		const uint8_t *fe = q + n;
 		if (tag == 0x0a) {
+			ids = q;
+			ids_len = (size_t)n;
+			nids_fields++;
 			while (q < fe) {
 				uint64_t id;
+				const uint8_t *v0 = q;
 				if (rd_varint(&q, hard, &id) < 0 || q > fe)
 					return 0;
+				/* Minimal encoding: no trailing 0x00 byte. */
+				minimal &= q - v0 == 1 || q[-1] != 0;
 				long li = idmap_find(&dec->loc_ids, dec->locs, id);
 				if (li < 0)
 					return 0;
-				d->e_ids[nl] = id;
-				d->e_idx[nl++] = (uint32_t)li;
+				d->e_ids[nl++] = id;
+				d->loc_used[li] = 1;
 			}
 		} else if (tag == 0x1a) {
-			HP_TRY(heapprof__delta_grow(d, &d->e_lab, &d->e_lcap,
-			                            nlab + 1, sizeof(pprof_label)));
+			if (HP_UNLIKELY(nlab + 1 > d->e_lcap))
+				HP_TRY(heapprof__delta_grow(d, &d->e_lab, &d->e_lcap,
+				                            nlab + 1,
+				                            sizeof(pprof_label)));
 			if (!fast_label(dec, q, fe, &d->e_lab[nlab++]))
 				return 0;
 		}
 		p = fe;
 	}
-	pprof_sample s;
-	memset(&s, 0, sizeof(s));
-	s.location_ids = d->e_ids;
-	s.location_index = d->e_idx;
-	s.nlocations = nl;
-	s.values = values;
-	s.nvalues = dec->ntypes;
-	s.labels = d->e_lab;
-	s.nlabels = nlab;
-	HP_TRY(heapprof__delta_out_sample(d, &s, values));
+	pb_writer *w = &d->w;
+	heapprof__pb_begin(w, PPROF_SAMPLE);
+	/* One minimal packed run is already what packed_u64 would write. */
+	if (nl && nids_fields == 1 && minimal)
+		heapprof__pb_bytes_field(w, 1, ids, ids_len);
+	else
+		heapprof__pb_packed_u64(w, 1, d->e_ids, nl);
+	HP_TRY(out_tail(d, values, dec->ntypes, d->e_lab, nlab));
 	return 1;
 }
 
