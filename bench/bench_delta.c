@@ -257,11 +257,13 @@ main(int argc, char **argv)
 	double med = t[n / 2];
 	printf("input %zu B, %d deltas%s: median %.3f ms, min %.3f ms, "
 	       "%.0f MB/s, %.2f allocs/call, samples %zu in / %zu out, "
-	       "output %zu B, state %.2f MB, keys %zu, peak RSS %.1f MB\n",
+	       "output %zu B, state %.2f MB, keys %zu (%.0f B/key), "
+	       "peak RSS %.1f MB\n",
 	       lb, n, flags ? " (gzip out)" : "", med * 1e3, t[0] * 1e3,
 	       (double)lb / med / 1e6, allocs, st.last_samples_in,
 	       st.last_samples_out, out_len, (double)st.state_bytes / 1e6,
-	       st.keys, (double)ru.ru_maxrss / 1024.0);
+	       st.keys, st.keys ? (double)st.state_bytes / (double)st.keys : 0.0,
+	       (double)ru.ru_maxrss / 1024.0);
 	heapprof_delta_free(d);
 	free(t);
 	free(a);

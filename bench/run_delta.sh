@@ -18,7 +18,7 @@ FD=$CORPUS/fastdelta
 	"$B/bench/bench_delta" --gen 32 "$FD/big-heap.pprof" \
 		"$B/benchdata/huge.before.pprof" "$B/benchdata/huge.after.pprof"
 med() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-echo "| input | bytes | heapprof in-process (median of $N) | MB/s | allocs/call | state MB | peak RSS (bench) | heapprof CLI wall / RSS | go tool pprof -base wall / RSS |"
+echo "| input | bytes | heapprof in-process (median of $N) | MB/s | allocs/call | state MB (B/key) | peak RSS (bench) | heapprof CLI wall / RSS | go tool pprof -base wall / RSS |"
 echo "|---|---|---|---|---|---|---|---|---|"
 run() { # name old new
 	: >"$T/ours" ; : >"$T/cli_t"; : >"$T/cli_m"; : >"$T/go_t"; : >"$T/go_m"
@@ -35,10 +35,11 @@ run() { # name old new
 	mbs=$(sed 's/.*, \([0-9.]*\) MB\/s.*/\1/' "$T/ours" | med)
 	al=$(sed 's/.* \([0-9.]*\) allocs\/call.*/\1/' "$T/ours" | med)
 	st=$(sed 's/.*state \([0-9.]*\) MB.*/\1/' "$T/ours" | med)
+	bk=$(sed 's/.*(\([0-9.]*\) B\/key).*/\1/' "$T/ours" | med)
 	rss=$(sed 's/.*peak RSS \([0-9.]*\) MB.*/\1/' "$T/ours" | med)
 	bytes=$(wc -c <"$3")
-	printf '| %s | %s | %s ms | %s | %s | %s | %s MB | %s ms / %.1f MB | %s ms / %.1f MB |\n' \
-		"$1" "$bytes" "$ms" "$mbs" "$al" "$st" "$rss" \
+	printf '| %s | %s | %s ms | %s | %s | %s (%s) | %s MB | %s ms / %.1f MB | %s ms / %.1f MB |\n' \
+		"$1" "$bytes" "$ms" "$mbs" "$al" "$st" "$bk" "$rss" \
 		"$(med <"$T/cli_t")" "$(med <"$T/cli_m")" "$(med <"$T/go_t")" "$(med <"$T/go_m")"
 }
 run big-heap "$FD/big-heap.pprof" "$FD/big-heap.pprof"

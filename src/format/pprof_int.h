@@ -52,8 +52,8 @@ varint8(const uint8_t *p, uint64_t *out)
 	return n;
 }
 
-/* Varint, inlined: one-byte values first, then varint8 when 8 bytes are
- * readable, else the bounds-checked reader. */
+/* Varint, inlined: one- and two-byte values first, then varint8 when 8
+ * bytes are readable, else the bounds-checked reader. */
 HP_INLINE int
 rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 {
@@ -62,6 +62,11 @@ rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 		if (*p < 0x80) {
 			*out = *p;
 			*pp = p + 1;
+			return 0;
+		}
+		if (p[1] < 0x80) {
+			*out = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+			*pp = p + 2;
 			return 0;
 		}
 		int n = varint8(p, out);
