@@ -2,7 +2,8 @@
 # serve_bench.sh: the cost of the /debug/pprof endpoint.
 #   1. serving one /heap profile, and one /allocs?seconds=1 delta (time
 #      beyond the 1 s window), for a host with 65,536 stacks (stacks65k at
-#      HEAPPROF_RATE=1: every stack has a live sample); medians of ROUNDS;
+#      HEAPPROF_RATE=1, every stack reallocating its block every 200 ms:
+#      every window holds all 65,536); medians of ROUNDS;
 #   2. the host's slowdown while scraped every second: mbench (1 thread)
 #      under the library with the endpoint on, with and without a scraper
 #      fetching /allocs every second, alternating, ROUNDS each.
@@ -18,7 +19,7 @@ median() { sort -n | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v
 
 port=$(freeport)
 HEAPPROF_RATE=1 HEAPPROF_EXIT=0 HEAPPROF_HTTP=127.0.0.1:$port LD_PRELOAD="$LIB" \
-	build/bench/stacks65k "$D/stop" &
+	build/bench/stacks65k "$D/stop" 16 churn &
 hpid=$!
 until curl -s -o /dev/null "http://127.0.0.1:$port/debug/pprof/"; do sleep 0.1; done
 sleep 1

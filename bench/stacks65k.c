@@ -4,7 +4,9 @@
  * the load for timing the HTTP endpoint (bench/serve_bench.sh). A stack is
  * chosen by recursing on the bits of its index through two functions, one
  * per bit value, so stacks are distinct and deterministic.
- * usage: stacks65k STOP [BITS]
+ * With "churn", every stack frees and allocates its block again every
+ * 200 ms, so that a delta window sees all of them.
+ * usage: stacks65k STOP [BITS] [churn]
  */
 #include <stdlib.h>
 #include <time.h>
@@ -52,8 +54,14 @@ main(int argc, char **argv)
 	keep = calloc((size_t)1 << bits, sizeof(void *));
 	for (unsigned i = 0; i < 1u << bits; i++)
 		walk(i, 0);
-	struct timespec ts = {0, 20 * 1000 * 1000};
-	while (access(argv[1], F_OK) != 0)
+	int churn = argc > 3;
+	struct timespec ts = {0, (churn ? 200 : 20) * 1000 * 1000};
+	while (access(argv[1], F_OK) != 0) {
 		nanosleep(&ts, NULL);
+		for (unsigned i = 0; churn && i < 1u << bits; i++) {
+			free(keep[i]);
+			walk(i, 0);
+		}
+	}
 	return 0;
 }
