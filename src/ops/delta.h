@@ -64,6 +64,7 @@ struct heapprof_delta {
 	uint32_t khead, klast; /* first key of the last call; previous key */
 	bool raw_ok, have_dict;
 	uint64_t dict_gen; /* decoder snapshot the raw records belong to */
+	unsigned dict_changes; /* consecutive calls with a new dictionary */
 	uint8_t *ps;       /* the last dictionary's strings, concatenated */
 	size_t ps_len, ps_cap;
 	uint32_t *ps_lens;
