@@ -20,7 +20,8 @@
 #
 # Environment: HEAPPROF_LIB (default build/libheapprof.so), PYTHON (default
 # /usr/bin/python3, Debian's; not a pyenv shim), MBENCH_PAIRS (default 10 M),
-# HEAPPROF_FORCE=1 to run the heapprof rows even if the smoke test fails.
+# HEAPPROF_FORCE=1 to run the heapprof rows even if the smoke test fails,
+# HEAPTRACK_CC1=1 to run full heaptrack on cc1 (it needs ~19 GB and fails).
 #
 # Measured per run (bench/timeit.c: fork, exec, wait4): wall seconds,
 # user+sys CPU seconds of the command and the descendants it waited for, peak
