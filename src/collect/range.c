@@ -8,11 +8,11 @@
  * for the live set. This is the idea of tcmalloc's and jemalloc's sampled
  * objects and of GWP-ASan's guarded pool, for an interposer.
  *
- * Each sampled object gets its own run of 2^k pages: the 64-byte header
- * (hp_obj: bucket, size, run) sits just below the user pointer. The waste is
- * bounded by the sampling itself: an object of S bytes is sampled with
- * probability about S/R, so at the default R = 512 KiB a run's < 4 KiB of
- * slack costs < 1% of live small-object bytes.
+ * A sampled object of up to 1984 bytes gets a slot of 128..2048 bytes cut
+ * from a 64 KiB slab; a larger or over-aligned one its own run of 2^k
+ * pages. Either way the 64-byte header (hp_obj: bucket, size, run) sits
+ * just below the user pointer. Slots keep rate 1 (every allocation a
+ * sample) affordable: a live 64-byte object costs 128 bytes, not a page.
  *
  * Freed runs go on a free list per size class; runs of 64 KiB or more give
  * their memory back with MADV_DONTNEED first. When the range is exhausted,
@@ -103,12 +103,77 @@ run_get(uint32_t c, bool *dirty)
 	return r;
 }
 
+/* Small objects: slots of 2^k bytes (128 .. 2048, header included) cut
+ * from 64 KiB slabs, so that at small rates (rate 1 samples everything) a
+ * live 64-byte sample costs a 128-byte slot, not a page. Slots never
+ * return to the kernel; freed ones go on their class's list. A slot's
+ * header says which class it is: run_class = SLOT_CLASS + k. */
+#define SLOT_MIN_SHIFT 7
+#define SLOT_MAX_SHIFT 11
+#define SLOT_CLASS 64 /* above every page-run class */
+#define SLAB_BYTES ((size_t)64 << 10)
+static uintptr_t slot_free[SLOT_MAX_SHIFT - SLOT_MIN_SHIFT + 1]; /* (lock) */
+
+/* A free slot of 2^shift bytes, or 0. Called with lock held. */
+static uintptr_t
+slot_get(unsigned shift)
+{
+	unsigned k = shift - SLOT_MIN_SHIFT;
+	if (!slot_free[k]) {
+		bool dirty;
+		uintptr_t slab = run_get(class_of(SLAB_BYTES / page), &dirty);
+		if (!slab)
+			return 0;
+		/* Thread the slab's slots onto the free list, first slot on
+		 * top; the link lives where the header will go. */
+		size_t sz = (size_t)1 << shift;
+		for (uintptr_t s = slab + SLAB_BYTES - sz;; s -= sz) {
+			*(uintptr_t *)s = slot_free[k];
+			slot_free[k] = s;
+			if (s == slab)
+				break;
+		}
+	}
+	uintptr_t s = slot_free[k];
+	slot_free[k] = *(uintptr_t *)s;
+	return s;
+}
+
+static void *
+slot_alloc(size_t size, bool zero)
+{
+	unsigned shift = SLOT_MIN_SHIFT;
+	while (((size_t)1 << shift) < size + sizeof(hp_obj))
+		shift++;
+	pthread_mutex_lock(&lock);
+	uintptr_t s = slot_get(shift);
+	if (s)
+		live_runs++;
+	else
+		exhausted++;
+	pthread_mutex_unlock(&lock);
+	if (!s)
+		return NULL;
+	hp_obj *o = (hp_obj *)s;
+	o->magic = HP_OBJ_MAGIC;
+	o->bucket = NULL;
+	o->size = size;
+	o->run = s;
+	o->run_class = SLOT_CLASS + shift;
+	if (zero)
+		memset(o + 1, 0, size); /* slots are reused without zeroing */
+	return o + 1;
+}
+
 void *
 heapprof__range_alloc(size_t size, size_t align, bool zero)
 {
 	if (!heapprof__range_span || size > heapprof__range_span / 4 ||
 	    align > heapprof__range_span / 4)
 		return NULL;
+	if (align <= sizeof(hp_obj) &&
+	    size + sizeof(hp_obj) <= ((size_t)1 << SLOT_MAX_SHIFT))
+		return slot_alloc(size, zero);
 	size_t need = size + sizeof(hp_obj) + (align > sizeof(hp_obj) ? align : 0);
 	size_t pages = (need + page - 1) / page;
 	uint32_t c = class_of(pages);
@@ -144,6 +209,16 @@ heapprof__range_free(hp_obj *o)
 	uintptr_t run = o->run;
 	uint32_t c = o->run_class;
 	o->magic = 0; /* a second free of this pointer is caught below */
+	if (c >= SLOT_CLASS) {
+		unsigned k = c - SLOT_CLASS - SLOT_MIN_SHIFT;
+		pthread_mutex_lock(&lock);
+		*(uintptr_t *)run = slot_free[k];
+		atomic_thread_fence(memory_order_release);
+		slot_free[k] = run;
+		live_runs--;
+		pthread_mutex_unlock(&lock);
+		return;
+	}
 	if (c >= MADVISE_CLASS)
 		madvise((void *)run, page << c, MADV_DONTNEED);
 	pthread_mutex_lock(&lock);

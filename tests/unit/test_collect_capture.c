@@ -106,6 +106,66 @@ TEST(range_alloc_free_reuse)
 	CHECK(heapprof__range_alloc(heapprof__range_span, 16, false) == NULL);
 }
 
+TEST(range_small_objects_share_slabs)
+{
+	REQUIRE_OK(heapprof__range_init());
+	/* 1000 live 64-byte samples take 128-byte slots: about 128 KB of
+	 * the range, not 1000 pages. */
+	static char *p[1000];
+	uint64_t live0, mapped0, exh;
+	heapprof__range_stats(&live0, &mapped0, &exh);
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < 1000; i++) {
+		p[i] = heapprof__range_alloc(64, 16, i % 2);
+		REQUIRE(p[i]);
+		CHECK((uintptr_t)p[i] % 64 == 0);
+		CHECK_EQ(heapprof__range_obj(p[i])->size, 64);
+		memset(p[i], i & 0xff, 64);
+		if ((uintptr_t)p[i] < lo)
+			lo = (uintptr_t)p[i];
+		if ((uintptr_t)p[i] > hi)
+			hi = (uintptr_t)p[i];
+	}
+	for (int i = 0; i < 1000; i++)
+		for (int k = 0; k < 64; k++)
+			if ((unsigned char)p[i][k] != (i & 0xff)) {
+				T_FAIL("slot %d overwritten", i);
+				break;
+			}
+	/* Distinct pages holding them: 1000 * 128 B is 32 pages, plus at
+	 * most the slack of two slabs. */
+	int pages = 0;
+	for (int i = 0; i < 1000; i++) {
+		int seen = 0;
+		for (int k = 0; k < i && !seen; k++)
+			seen = ((uintptr_t)p[k] >> 12) == ((uintptr_t)p[i] >> 12);
+		pages += !seen;
+	}
+	CHECK(pages <= 32 + 32);
+	(void)lo;
+	(void)hi;
+	uint64_t live, mapped;
+	heapprof__range_stats(&live, &mapped, &exh);
+	CHECK_EQ(live, live0 + 1000);
+	for (int i = 0; i < 1000; i++)
+		heapprof__range_free(heapprof__range_obj(p[i]));
+	heapprof__range_stats(&live, &mapped, &exh);
+	CHECK_EQ(live, live0);
+	/* A freed slot comes back, zeroed on request; sizes in different
+	 * classes never share a slot. */
+	char *a = heapprof__range_alloc(1000, 16, false);
+	char *b = heapprof__range_alloc(100, 16, false);
+	REQUIRE(a && b);
+	CHECK(heapprof__range_obj(a)->run_class != heapprof__range_obj(b)->run_class);
+	memset(b, 7, 100);
+	heapprof__range_free(heapprof__range_obj(b));
+	char *c = heapprof__range_alloc(90, 16, true);
+	CHECK(c == b);
+	CHECK(c && c[0] == 0 && c[89] == 0);
+	heapprof__range_free(heapprof__range_obj(a));
+	heapprof__range_free(heapprof__range_obj(c));
+}
+
 TEST(buckets_by_stack_and_size)
 {
 	REQUIRE_OK(heapprof__bucket_init());
@@ -186,6 +246,7 @@ main(void)
 	RUN(sampler_exponential_law);
 	RUN(sampler_probability_per_allocation);
 	RUN(range_alloc_free_reuse);
+	RUN(range_small_objects_share_slabs);
 	RUN(buckets_by_stack_and_size);
 	RUN(stack_capture_both_unwinders);
 	TEST_MAIN_END();
