@@ -13,4 +13,6 @@ echo
 echo "== build/heapprof top -n 8 --sample-index alloc_space $out   (all allocations: the churn)"
 build/heapprof top -n 8 --sample-index alloc_space "$out"
 echo
-echo "Open it with: go tool pprof -http=: $out"
+build/heapprof flame "$out" -o build/demo.html
+echo "A flame graph (one self-contained page): build/demo.html"
+echo "Or open the profile with: go tool pprof -http=: $out"
