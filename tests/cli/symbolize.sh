@@ -259,6 +259,18 @@ else
 	prog_frames "$T/s3.pb.gz" >"$T/got.frames"
 	cmp -s "$T/want.frames" "$T/got.frames" &&
 		pass symbolize_binary_path || { fail symbolize_binary_path; diff "$T/want.frames" "$T/got.frames" >&2; }
+	# DIR/<basename> and DIR/<full path>, as PPROF_BINARY_PATH.
+	mkdir -p "$T/bins2" "$T/bins3$T/strip"
+	cp "$T/app/prog" "$T/bins2/prog"
+	cp "$T/app/prog" "$T/bins3$T/strip/prog"
+	ok=1
+	for d in bins2 bins3; do
+		"$HEAPPROF" symbolize "$T/sraw.pb.gz" -o "$T/s4.pb.gz" --debug-dir "$T/none" \
+			--binary-path "$T/nonexistent:$T/$d" 2>"$T/err"
+		prog_frames "$T/s4.pb.gz" >"$T/got.frames"
+		cmp -s "$T/want.frames" "$T/got.frames" || { ok=0; echo "  $d" >&2; }
+	done
+	[ $ok = 1 ] && pass symbolize_binary_path_layouts || fail symbolize_binary_path_layouts
 fi
 
 # ---------------------------------------------------------- wrong build id
