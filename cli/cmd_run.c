@@ -43,6 +43,8 @@ usage(FILE *f)
 	        "                        HEAPPROF_HTTP_ALLOW_REMOTE=1)\n"
 	        "      --push URL        send each interval's profile to a Pyroscope\n"
 	        "                        server (http://host:4040); --app NAME names it\n"
+	        "      --symbolize MODE  symtab (default: function names from symbol\n"
+	        "                        tables), dwarf (file:line, inlined frames) or none\n"
 	        "  -h, --help            this help\n"
 	        "\n"
 	        "The profile opens with `heapprof top FILE` or `go tool pprof FILE`.\n");
@@ -105,6 +107,7 @@ cli_run(int argc, char **argv)
 		{"http", required_argument, NULL, 'H'},
 		{"push", required_argument, NULL, 'P'},
 		{"app", required_argument, NULL, 'A'},
+		{"symbolize", required_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -200,6 +203,16 @@ cli_run(int argc, char **argv)
 				return 2;
 			}
 			if (setenv_checked("HEAPPROF_PUSH", optarg))
+				return 2;
+			break;
+		case 'S':
+			if (strcmp(optarg, "symtab") && strcmp(optarg, "dwarf") &&
+			    strcmp(optarg, "none")) {
+				cli_err("run: --symbolize '%s': expected symtab, dwarf "
+				        "or none", optarg);
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_SYMBOLIZE", optarg))
 				return 2;
 			break;
 		case 'A':

@@ -54,6 +54,7 @@ typedef struct hp_config {
 	int http_allow_remote;  /* HEAPPROF_HTTP_ALLOW_REMOTE=1 */
 	char push[512];         /* push URL, "" = none */
 	char app[256];          /* application name for push */
+	int symbolize;          /* 0 none, 1 ELF symbol tables, 2 DWARF */
 } hp_config;
 
 /* Written once by the constructor before sampling is enabled; read-only

@@ -12,6 +12,9 @@
  *   HEAPPROF_UNWIND    libunwind (default) or fp
  *   HEAPPROF_DEPTH     frames per stack, 1..64 (64)
  *   HEAPPROF_EXIT      1 (default): dump at exit; 0: don't
+ *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
+ *                      tables; dwarf: file:line and inlined frames (libdw,
+ *                      loaded on first use); none: addresses only
  * All are read with secure_getenv: a setuid or setgid program ignores them
  * and writes no profile unless it calls heapprof_dump_file() itself.
  */
@@ -29,7 +32,8 @@
 #include "../serve/serve.h"
 #include "parse.h"
 
-hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1};
+hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1,
+                           .symbolize = 1};
 _Atomic int heapprof__ready;
 long heapprof__init_pid;
 
@@ -147,6 +151,15 @@ read_env(hp_config *c)
 			c->at_exit = v[0] == '1';
 		else
 			warn_env("HEAPPROF_EXIT", v, "is not 0 or 1", "1");
+	}
+	if ((v = secure_getenv("HEAPPROF_SYMBOLIZE")) && *v) {
+		if (!strcmp(v, "none"))
+			c->symbolize = 0;
+		else if (!strcmp(v, "dwarf"))
+			c->symbolize = 2;
+		else if (strcmp(v, "symtab"))
+			warn_env("HEAPPROF_SYMBOLIZE", v, "is not none, symtab or dwarf",
+			         "symtab");
 	}
 	if ((v = secure_getenv("HEAPPROF_MODE")) && *v) {
 		if (!strcmp(v, "delta"))

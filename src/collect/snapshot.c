@@ -4,7 +4,8 @@
  * while the program keeps allocating: seed 003's copy loop, without the
  * retry, since buckets are only ever prepended to a list), the executable
  * mappings of /proc/self/maps with their GNU build ids, and function names
- * from the ELF symbol tables (a cache kept for the life of the process).
+ * from the ELF symbol tables (a cache kept for the life of the process),
+ * or with HEAPPROF_SYMBOLIZE=dwarf file:line and inlined frames from DWARF.
  *
  * Runs on the dumping thread with its busy flag set and dump_lock held
  * (serve/dump.c), so the memory it takes from malloc comes from the real
@@ -18,10 +19,22 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "dwarf_sym.h"
 #include "elffile.h"
 #include "maps.h"
 
 static heapprof_symcache *symcache; /* dump_lock */
+static heapprof_dwsym *dwsym;       /* dump_lock; HEAPPROF_SYMBOLIZE=dwarf */
+
+static void
+dwsym_warn(void *arg, const char *file, const char *msg)
+{
+	char b[600];
+	(void)arg;
+	snprintf(b, sizeof(b),
+	         "symbolize: %s: %s; its frames are left unsymbolized", file, msg);
+	heapprof__warn_dup(b);
+}
 
 /* Build ids by path, so each file is read once per process (dump_lock). */
 static struct bid_cache {
@@ -268,8 +281,19 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	p.default_sample_type = o->default_type;
 	p.mappings = mappings;
 	p.nmappings = nmappings;
-	p.symbolize = symcache ? heapprof__symcache_symbolize : NULL;
+	int sym = heapprof__cfg.symbolize; /* 0 none, 1 symtab, 2 dwarf */
+	if (sym == 2 && !dwsym) {
+		heapprof_dwsym_options dwo;
+		memset(&dwo, 0, sizeof(dwo));
+		dwo.warn = dwsym_warn;
+		dwsym = heapprof__dwsym_new(&dwo);
+	}
+	p.symbolize = sym && symcache ? heapprof__symcache_symbolize : NULL;
 	p.symbolize_arg = symcache;
+	if (sym == 2 && dwsym) {
+		p.symbolize_frames = heapprof__dwsym_symbolize_frames;
+		p.symbolize_frames_arg = dwsym;
+	}
 	p.comments = comments;
 	p.ncomments = 2;
 	unsigned flags = HEAPPROF_ENCODE_GZIP;
