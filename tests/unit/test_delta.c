@@ -490,6 +490,49 @@ TEST(error_keeps_state)
 	heapprof_delta_free(d);
 }
 
+/* The raw-sample cache (delta_raw.c) keys samples by their bytes while
+ * consecutive profiles share their tables; when the tables change (the
+ * same stacks under renumbered location ids) it must fall back to the
+ * exact path, and come back, without a value going wrong. */
+TEST(cache_survives_renumbered_tables)
+{
+	/* Layout X: ids 1 = 0xa1, 2 = 0xa2, 3 = 0xb1, 4 = 0xc1. Layout Y:
+	 * the samples in another order, so 0xc1 gets id 1, and so on. */
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	const int64_t alloc_a[6] = {10, 15, 15, 40, 41, 50};
+	const int64_t alloc_c[6] = {7, 7, 9, 9, 12, 20};
+	int64_t prev_a = 0, prev_c = 0;
+	for (int step = 0; step < 6; step++) {
+		int layout_y = step == 2 || step == 3;
+		tsample x[3] = {
+			{{0xa1, 0xa2}, 2, {alloc_a[step], alloc_a[step] * 10, 1, 10}, NULL, NULL, 0},
+			{{0xb1, 0xa2}, 2, {1, 1, 1, 1}, NULL, NULL, 0},
+			{{0xc1}, 1, {alloc_c[step], alloc_c[step] * 10, 2, 20}, NULL, NULL, 0},
+		};
+		tsample y[3] = {x[2], x[1], x[0]};
+		tprof tp = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4,
+		            layout_y ? y : x, 3, 1000 * (step + 1), 0};
+		sbuf o;
+		result r;
+		REQUIRE_OK(run(d, &tp, &o, 0));
+		REQUIRE_OK(collect(&o, NAMES, 4, &r));
+		free(o.p);
+		const row *a = find(&r, 0xa1, NULL), *c = find(&r, 0xc1, NULL);
+		REQUIRE(a && c);
+		if (a->v[0] != alloc_a[step] - prev_a || c->v[0] != alloc_c[step] - prev_c ||
+		    a->v[1] != (alloc_a[step] - prev_a) * 10 || a->v[2] != 1 ||
+		    c->v[3] != 20 || a->frames[1] != 0xa2)
+			T_FAIL("step %d: a %lld/%lld/%lld c %lld/%lld", step,
+			       (long long)a->v[0], (long long)a->v[1],
+			       (long long)a->v[2], (long long)c->v[0],
+			       (long long)c->v[3]);
+		prev_a = alloc_a[step];
+		prev_c = alloc_c[step];
+	}
+	heapprof_delta_free(d);
+}
+
 static int
 null_write(void *arg, const void *p, size_t n)
 {
@@ -602,6 +645,7 @@ main(void)
 	RUN(address_zero_identity);
 	RUN(eviction);
 	RUN(error_keeps_state);
+	RUN(cache_survives_renumbered_tables);
 	RUN(steady_state_zero_allocations_synthetic);
 	char p[512];
 	snprintf(p, sizeof(p), "%s/fastdelta/big-heap.pprof", corpus());
