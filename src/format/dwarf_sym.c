@@ -19,6 +19,7 @@
 #include "dwarf_dl.h"
 #include "dwarf_scopes.h"
 #include "dwarf_sym.h"
+#include "pathtab.h"
 #include "elffile.h"
 
 typedef struct dw_entry {
@@ -50,8 +51,7 @@ typedef struct name_slot {
 
 struct heapprof_dwsym {
 	const heapprof_libdw *dw;
-	dw_entry **v;
-	size_t n, cap, last;
+	pathtab files; /* dw_entry by path */
 	char *debuginfo_path; /* libdwfl search path ("-:.debug:/root:...") */
 	Dwfl_Callbacks cb;
 	int demangle; /* HEAPPROF_DEMANGLE_* */
@@ -131,8 +131,8 @@ heapprof__dwsym_free(heapprof_dwsym *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->n; i++) {
-		dw_entry *e = s->v[i];
+	for (size_t i = 0; i < s->files.n; i++) {
+		dw_entry *e = s->files.v[i];
 		if (e->dwfl)
 			s->dw->dwfl_end(e->dwfl);
 		heapprof__elf_close(&e->elf);
@@ -144,7 +144,7 @@ heapprof__dwsym_free(heapprof_dwsym *s)
 	for (size_t i = 0; i < s->names_cap; i++)
 		free(s->names[i].shown);
 	free(s->names);
-	free(s->v);
+	heapprof__pathtab_free(&s->files);
 	free(s->debuginfo_path);
 	free(s);
 }
@@ -186,30 +186,19 @@ open_entry(heapprof_dwsym *s, dw_entry *e)
 static dw_entry *
 get_entry(heapprof_dwsym *s, const char *path)
 {
-	if (s->last < s->n && strcmp(s->v[s->last]->path, path) == 0)
-		return s->v[s->last];
-	for (size_t i = 0; i < s->n; i++)
-		if (strcmp(s->v[i]->path, path) == 0) {
-			s->last = i;
-			return s->v[i];
-		}
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 16;
-		dw_entry **nv = realloc(s->v, nc * sizeof(*nv));
-		if (!nv)
-			return NULL;
-		s->v = nv;
-		s->cap = nc;
-	}
-	dw_entry *e = calloc(1, sizeof(*e));
-	if (!e || !(e->path = dup_str(path))) {
+	dw_entry *e = heapprof__pathtab_find(&s->files, path);
+	if (e)
+		return e;
+	e = calloc(1, sizeof(*e));
+	if (!e || !(e->path = dup_str(path)) ||
+	    heapprof__pathtab_add(&s->files, e->path, e) != 0) {
+		if (e)
+			free(e->path);
 		free(e);
 		return NULL;
 	}
 	e->has_dwarf = -1;
 	open_entry(s, e);
-	s->last = s->n;
-	s->v[s->n++] = e;
 	return e;
 }
 

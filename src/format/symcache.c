@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "elffile.h"
+#include "pathtab.h"
 
 typedef struct entry {
 	char *path;
@@ -21,9 +22,7 @@ typedef struct entry {
 } entry;
 
 struct heapprof_symcache {
-	entry **v;
-	size_t n, cap;
-	size_t last; /* index of the last entry hit */
+	pathtab files; /* entry by path */
 	char *debug_dir;
 };
 
@@ -56,15 +55,15 @@ heapprof__symcache_free(heapprof_symcache *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->n; i++) {
-		entry *e = c->v[i];
+	for (size_t i = 0; i < c->files.n; i++) {
+		entry *e = c->files.v[i];
 		heapprof__elf_close(&e->elf);
 		if (e->has_dbg)
 			heapprof__elf_close(&e->dbg);
 		free(e->path);
 		free(e);
 	}
-	free(c->v);
+	heapprof__pathtab_free(&c->files);
 	free(c->debug_dir);
 	free(c);
 }
@@ -110,21 +109,9 @@ load_debug_file(const heapprof_symcache *c, entry *e)
 static entry *
 get_entry(heapprof_symcache *c, const char *path)
 {
-	if (c->last < c->n && strcmp(c->v[c->last]->path, path) == 0)
-		return c->v[c->last];
-	for (size_t i = 0; i < c->n; i++)
-		if (strcmp(c->v[i]->path, path) == 0) {
-			c->last = i;
-			return c->v[i];
-		}
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 16;
-		entry **nv = realloc(c->v, nc * sizeof(*nv));
-		if (!nv)
-			return NULL;
-		c->v = nv;
-		c->cap = nc;
-	}
+	entry *found = heapprof__pathtab_find(&c->files, path);
+	if (found)
+		return found;
 	entry *e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
@@ -137,8 +124,14 @@ get_entry(heapprof_symcache *c, const char *path)
 	if (e->ok && e->elf.sym_source != 1 && e->elf.build_id[0] &&
 	    c->debug_dir)
 		load_debug_file(c, e);
-	c->last = c->n;
-	c->v[c->n++] = e;
+	if (heapprof__pathtab_add(&c->files, e->path, e) != 0) {
+		heapprof__elf_close(&e->elf);
+		if (e->has_dbg)
+			heapprof__elf_close(&e->dbg);
+		free(e->path);
+		free(e);
+		return NULL;
+	}
 	return e;
 }
 
