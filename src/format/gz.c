@@ -87,6 +87,33 @@ heapprof__gz_writer_abort(gz_writer *g)
 	deflateEnd(&g->zs);
 }
 
+typedef struct zhdr {
+	size_t size;
+	size_t pad; /* keep 16-byte alignment */
+} zhdr;
+
+voidpf
+heapprof__gz_zalloc(voidpf opaque, uInt items, uInt size)
+{
+	gz_alloc *a = opaque;
+	size_t n = (size_t)items * size + sizeof(zhdr);
+	zhdr *h = a->rf(a->rctx, NULL, 0, n);
+	if (!h)
+		return Z_NULL;
+	h->size = n;
+	return h + 1;
+}
+
+void
+heapprof__gz_zfree(voidpf opaque, voidpf p)
+{
+	gz_alloc *a = opaque;
+	if (!p)
+		return;
+	zhdr *h = (zhdr *)p - 1;
+	a->rf(a->rctx, h, h->size, 0);
+}
+
 int
 heapprof__gz_is_gzip(const void *p, size_t n)
 {

@@ -33,6 +33,16 @@ int heapprof__gz_writer_finish(gz_writer *g);
 /* Releases zlib state without finishing (after an error). */
 void heapprof__gz_writer_abort(gz_writer *g);
 
+/* zlib allocation through a pb_realloc_fn (which wants the old size on
+ * free, so a small header keeps it): zs.zalloc = heapprof__gz_zalloc,
+ * zs.zfree = heapprof__gz_zfree, zs.opaque = a gz_alloc. */
+typedef struct gz_alloc {
+	pb_realloc_fn *rf;
+	void *rctx;
+} gz_alloc;
+voidpf heapprof__gz_zalloc(voidpf opaque, uInt items, uInt size);
+void heapprof__gz_zfree(voidpf opaque, voidpf p);
+
 /* True if the buffer starts with the gzip magic 1f 8b. */
 int heapprof__gz_is_gzip(const void *p, size_t n);
 

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gz.h"
 #include "pb.h"
 
 /* profile.proto field numbers of Profile. */
@@ -193,6 +194,7 @@ typedef struct pprof_dec {
 
 	pb_realloc_fn *realloc_fn;
 	void *realloc_ctx;
+	gz_alloc gza; /* zlib's view of realloc_fn (pprof_inflate.c) */
 } pprof_dec;
 
 /* Sample iteration cursor over the top-level fields that hold samples. */

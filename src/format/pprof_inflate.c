@@ -7,35 +7,9 @@
 #include <zlib.h>
 
 #include "heapprof.h"
+#include "gz.h"
 #include "pprof_inflate.h"
 
-/* zlib frees without a size; our hook wants one: keep it in a header. */
-typedef struct zhdr {
-	size_t size;
-	size_t pad; /* keep 16-byte alignment */
-} zhdr;
-
-static voidpf
-z_alloc(voidpf opaque, uInt items, uInt size)
-{
-	pprof_dec *d = opaque;
-	size_t n = (size_t)items * size + sizeof(zhdr);
-	zhdr *h = d->realloc_fn(d->realloc_ctx, NULL, 0, n);
-	if (!h)
-		return Z_NULL;
-	h->size = n;
-	return h + 1;
-}
-
-static void
-z_free(voidpf opaque, voidpf p)
-{
-	pprof_dec *d = opaque;
-	if (!p)
-		return;
-	zhdr *h = (zhdr *)p - 1;
-	d->realloc_fn(d->realloc_ctx, h, h->size, 0);
-}
 
 static int
 zbuf_grow(pprof_dec *d, size_t need_cap)
@@ -64,9 +38,11 @@ heapprof__pprof_inflate(pprof_dec *d, const void *in, size_t n,
 		if (!zs)
 			return -ENOMEM;
 		memset(zs, 0, sizeof(*zs));
-		zs->zalloc = z_alloc;
-		zs->zfree = z_free;
-		zs->opaque = d;
+		d->gza.rf = d->realloc_fn;
+		d->gza.rctx = d->realloc_ctx;
+		zs->zalloc = heapprof__gz_zalloc;
+		zs->zfree = heapprof__gz_zfree;
+		zs->opaque = &d->gza;
 		/* 15 + 32: gzip or zlib, detected. */
 		if (inflateInit2(zs, 15 + 32) != Z_OK) {
 			d->realloc_fn(d->realloc_ctx, zs, sizeof(*zs), 0);

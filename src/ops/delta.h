@@ -40,6 +40,7 @@ typedef struct delta_kraw {
 struct heapprof_delta {
 	pb_realloc_fn *rf;
 	void *rctx;
+	gz_alloc gza; /* zlib's view of rf (delta_write.c) */
 
 	/* configuration */
 	char **names; /* subtracted type names */

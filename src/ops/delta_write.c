@@ -21,31 +21,6 @@ raw_sink(void *ctx, const uint8_t *p, size_t n)
 	return d->write(d->write_arg, p, n);
 }
 
-typedef struct zhdr {
-	size_t size, pad;
-} zhdr;
-
-static voidpf
-z_alloc(voidpf opaque, uInt items, uInt size)
-{
-	heapprof_delta *d = opaque;
-	size_t n = (size_t)items * size + sizeof(zhdr);
-	zhdr *h = d->rf(d->rctx, NULL, 0, n);
-	if (!h)
-		return Z_NULL;
-	h->size = n;
-	return h + 1;
-}
-
-static void
-z_free(voidpf opaque, voidpf p)
-{
-	heapprof_delta *d = opaque;
-	if (!p)
-		return;
-	zhdr *h = (zhdr *)p - 1;
-	d->rf(d->rctx, h, h->size, 0);
-}
 
 /* Z_FINISH without deflateEnd, so the stream is reset and reused. */
 static int
@@ -128,8 +103,11 @@ heapprof__delta_out_begin(heapprof_delta *d, unsigned flags,
 	void *sctx = d;
 	if (flags & HEAPPROF_DELTA_GZIP) {
 		if (!d->gz_ready) {
+			d->gza.rf = d->rf;
+			d->gza.rctx = d->rctx;
 			HP_TRY(heapprof__gz_writer_init(&d->gz, 1, raw_sink, d,
-			                                z_alloc, z_free, d));
+			                                heapprof__gz_zalloc,
+			                                heapprof__gz_zfree, &d->gza));
 			d->gz_ready = true;
 		} else if (deflateReset(&d->gz.zs) != Z_OK) {
 			return HEAPPROF_EGZIP;
