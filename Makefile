@@ -95,7 +95,7 @@ $(B)/tests/test_%: tests/unit/test_%.c $(TOOL_OBJ)
 # pointers so known call sites stay distinct and both unwinders work.
 $(B)/tests/prog_%: tests/integration/prog_%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -Iinclude -o $@ $< -lpthread -ldl
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -Iinclude -o $@ $< -lpthread -ldl -lm
 $(B)/tests/prog_%: tests/integration/prog_%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lpthread

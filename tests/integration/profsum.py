@@ -6,7 +6,8 @@ program printed.
   profsum.py sums PROFILE...             print "site ao ab io ib" (mean over files)
   profsum.py check NAME EXPECT TOL PROFILE...
       EXPECT: lines "EXPECT site ao ab io ib" (other lines ignored)
-      TOL: allowed relative error of the mean over PROFILEs (0 = exact)
+      TOL: allowed relative error of the mean over PROFILEs (0 = exact);
+           one number, or four separated by commas (one per type)
       prints PASS/FAIL NAME.site.type lines; exit 1 on any FAIL
 
 A sample belongs to the leaf-most frame whose function name starts with
@@ -89,7 +90,10 @@ def main():
             print(site, *["%.1f" % x for x in v])
         return 0
     if len(sys.argv) >= 6 and sys.argv[1] == "check":
-        name, expect, tol, paths = sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
+        name, expect, paths = sys.argv[2], sys.argv[3], sys.argv[5:]
+        tols = [float(x) for x in sys.argv[4].split(",")]
+        if len(tols) == 1:
+            tols = tols * 4
         got = mean_sums(paths)
         failed = 0
         with open(expect) as f:
@@ -101,7 +105,7 @@ def main():
             site, want = row[1], [int(x) for x in row[2:6]]
             have = got.get(site, [0, 0, 0, 0])
             for k in range(4):
-                w, h = want[k], have[k]
+                w, h, tol = want[k], have[k], tols[k]
                 ok = (h == w) if tol == 0 else (abs(h - w) <= tol * abs(w) if w else h == 0)
                 tag = "%s.%s.%s" % (name, site, TYPES[k])
                 if ok:

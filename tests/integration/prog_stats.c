@@ -5,10 +5,15 @@
  * 1 GiB of 64 KiB blocks (untouched, so it costs little memory), and
  * site_big keeps one 64 MiB block, which is sampled with probability
  * 1 - exp(-128) and must be counted exactly. Prints the truth as EXPECT
- * lines (see profsum.py).
+ * lines (see profsum.py), and for each site the standard deviation of the
+ * profiler's estimates that Poisson sampling at 512 KiB implies, relative
+ * to the truth, as "SIGMA site objects bytes": an allocation of S bytes is
+ * sampled with probability p = 1 - exp(-S/R) and then counts 1/p objects
+ * and S/p bytes, so the variance is the sum of (1-p)/p and S^2 (1-p)/p.
  *
  * usage: prog_stats [churn_mib] [live_mib] [seed]
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +30,15 @@ next(void)
 }
 
 static long ao[3], ab[3], io[3], ib[3];
+static double var_o[3], var_b[3];
+
+static void
+account(int site, size_t n)
+{
+	double p = 1 - exp(-(double)n / 524288.0);
+	var_o[site] += (1 - p) / p;
+	var_b[site] += (double)n * (double)n * (1 - p) / p;
+}
 
 __attribute__((noinline)) static void
 site_churn(long total)
@@ -41,6 +55,7 @@ site_churn(long total)
 		ring[i % 64] = malloc(n);
 		((char *)ring[i % 64])[0] = 1;
 		ao[0]++, ab[0] += (long)n, done += (long)n;
+		account(0, n);
 	}
 	for (int i = 0; i < 64; i++)
 		free(ring[i]);
@@ -54,6 +69,7 @@ site_live(long total, void ***keep, long *nkeep)
 	for (long i = 0; i < n; i++) {
 		(*keep)[i] = malloc(65536);
 		ao[1]++, ab[1] += 65536;
+		account(1, 65536);
 		io[1]++, ib[1] += 65536;
 	}
 	*nkeep = n;
@@ -83,6 +99,10 @@ main(int argc, char **argv)
 	printf("EXPECT site_churn %ld %ld 0 0\n", ao[0], ab[0]);
 	printf("EXPECT site_live %ld %ld %ld %ld\n", ao[1], ab[1], io[1], ib[1]);
 	printf("EXPECT site_big %ld %ld %ld %ld\n", ao[2], ab[2], io[2], ib[2]);
+	const char *names[2] = {"site_churn", "site_live"};
+	for (int i = 0; i < 2; i++)
+		printf("SIGMA %s %.6f %.6f\n", names[i], sqrt(var_o[i]) / (double)ao[i],
+		       sqrt(var_b[i]) / (double)ab[i]);
 	fflush(stdout);
 	(void)big;
 	(void)nkeep;
