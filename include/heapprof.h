@@ -78,6 +78,18 @@ HEAPPROF_API int heapprof_active(void);
  *  @return : 0, or a negative error code. */
 HEAPPROF_API int heapprof_dump(heapprof_write_fn *write, void *arg, int text);
 
+#define HEAPPROF_PROFILE_HEAP 0  /* all four values since the start (Go's heap) */
+#define HEAPPROF_PROFILE_INUSE 1 /* in use only: alloc_* written as 0 and samples
+                                  * with nothing in use dropped (the in-use
+                                  * profile a continuous profiler sends) */
+
+/*! heapprof_dump_profile() :
+ *  Writes the current heap profile of the given kind (HEAPPROF_PROFILE_*)
+ *  through `write`, gzip'd profile.proto.
+ *  @return : 0, or a negative error code (-EINVAL for an unknown kind). */
+HEAPPROF_API int heapprof_dump_profile(heapprof_write_fn *write, void *arg,
+                                       int kind);
+
 /*! heapprof_dump_file() :
  *  Writes the current heap profile to `path` (NULL: the HEAPPROF_OUT template),
  *  through a temporary file and rename(), so readers never see a torn file.

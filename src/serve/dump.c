@@ -475,6 +475,26 @@ heapprof_dump(heapprof_write_fn *write_fn, void *arg, int text)
 }
 
 HP_EXPORT int
+heapprof_dump_profile(heapprof_write_fn *write_fn, void *arg, int kind)
+{
+	if (!write_fn || (kind != HEAPPROF_PROFILE_HEAP &&
+	                  kind != HEAPPROF_PROFILE_INUSE))
+		return -EINVAL;
+	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire))
+		return HEAPPROF_ENOTINIT;
+	hp_tls *t = &heapprof__tls;
+	t->busy++;
+	int saved = errno;
+	hp_snap_opts o;
+	memset(&o, 0, sizeof(o));
+	o.kind = kind == HEAPPROF_PROFILE_INUSE ? HP_SNAP_INUSE : HP_SNAP_FULL;
+	int rc = heapprof__serve_snapshot(write_fn, arg, &o);
+	errno = saved;
+	t->busy--;
+	return rc;
+}
+
+HP_EXPORT int
 heapprof_active(void)
 {
 	return atomic_load_explicit(&heapprof__ready, memory_order_acquire) &&

@@ -46,7 +46,10 @@ main(int argc, char **argv)
 	int (*dump_file)(const char *) =
 		(int (*)(const char *))dlsym(RTLD_DEFAULT, "heapprof_dump_file");
 	int (*active)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "heapprof_active");
-	if (!dump || !dump_file || !active || !active())
+	int (*dump_profile)(heapprof_write_fn *, void *, int) =
+		(int (*)(heapprof_write_fn *, void *, int))dlsym(RTLD_DEFAULT,
+	                                                         "heapprof_dump_profile");
+	if (!dump || !dump_file || !active || !dump_profile || !active())
 		return 3;
 	static void *keep[5000];
 	site_keep(keep, 5000);
@@ -62,10 +65,22 @@ main(int argc, char **argv)
 	 * between (stdio buffers were allocated by fopen already? force). */
 	setvbuf(f, NULL, _IONBF, 0);
 	setvbuf(g, NULL, _IONBF, 0);
+	snprintf(path, sizeof(path), "%s.inuse.pb.gz", argv[1]);
+	FILE *h = fopen(path, "wb");
+	if (!h)
+		return 4;
+	setvbuf(h, NULL, _IONBF, 0);
 	int rc1 = dump(to_file, f, 0);
 	int rc2 = dump(to_file, g, 1);
+	int rc4 = dump_profile(to_file, h, HEAPPROF_PROFILE_INUSE);
+	int rc5 = dump_profile(to_file, h, 7); /* unknown kind: -EINVAL */
 	fclose(f);
 	fclose(g);
+	fclose(h);
+	if (rc4 || rc5 != -22) {
+		fprintf(stderr, "dump_profile: %d %d\n", rc4, rc5);
+		return 1;
+	}
 	snprintf(path, sizeof(path), "%s.file.pb.gz", argv[1]);
 	int rc3 = dump_file(path);
 	if (rc1 || rc2 || rc3) {
