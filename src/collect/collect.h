@@ -33,6 +33,7 @@ typedef struct hp_tls {
 	uint32_t seeded;   /* rng initialised */
 	uint64_t rng;      /* xorshift64* state */
 	uintptr_t stack_lo, stack_hi; /* this thread's stack, for the fp walker */
+	uint32_t shard;    /* slot shard + 1 (range.c), 0 = not chosen yet */
 } hp_tls;
 
 extern HP_HIDDEN __thread hp_tls heapprof__tls
@@ -158,8 +159,8 @@ typedef struct hp_obj {
 	struct hp_bucket *bucket;
 	size_t size;        /* bytes the program asked for */
 	uintptr_t run;      /* start of the page run holding the object */
-	uint32_t run_class; /* log2 of the run's page count */
-	uint32_t pad0;
+	uint32_t run_class; /* log2 of the run's page count, or a slot class */
+	uint32_t shard;     /* slots: the shard whose free list it returns to */
 	uint64_t pad1[3];
 } hp_obj;
 #define HP_OBJ_MAGIC 0x68656170726f6621ULL /* "heaprof!" */

@@ -19,8 +19,9 @@
  * allocation returns NULL and the caller forwards the request unsampled.
  *
  * Shared state: base and span are written once before sampling starts;
- * everything else (free lists, bump frontier, counters) is protected by
- * `lock`, taken only for sampled allocations and sampled frees.
+ * the page runs' free lists, the bump frontier and live_runs are protected
+ * by `lock`; each slot shard's lists and count by its own lock; all of
+ * them taken only for sampled allocations and sampled frees.
  */
 #include <errno.h>
 #include <string.h>
@@ -41,7 +42,8 @@ static size_t page;
 static uintptr_t bump;      /* next unused byte (lock) */
 static uintptr_t committed; /* [base, committed) is read-write (lock) */
 static uintptr_t free_list[NCLASS]; /* run starts, linked via word 0 (lock) */
-static uint64_t live_runs, exhausted; /* (lock) */
+static uint64_t live_runs; /* page runs in use (lock) */
+static _Atomic uint64_t exhausted; /* allocations the range could not serve */
 
 int
 heapprof__range_init(void)
@@ -112,30 +114,55 @@ run_get(uint32_t c, bool *dirty)
 #define SLOT_MAX_SHIFT 11
 #define SLOT_CLASS 64 /* above every page-run class */
 #define SLAB_BYTES ((size_t)64 << 10)
-static uintptr_t slot_free[SLOT_MAX_SHIFT - SLOT_MIN_SHIFT + 1]; /* (lock) */
+#define NSLOTK (SLOT_MAX_SHIFT - SLOT_MIN_SHIFT + 1)
 
-/* A free slot of 2^shift bytes, or 0. Called with lock held. */
+/* Slots are sharded: each thread takes its slots from one of NSHARD
+ * shards (chosen round robin at its first sample), with its own lock and
+ * free lists, so threads sampling at once (at rate 1: every allocation)
+ * neither wait for each other nor write to each other's cache lines. A
+ * slot goes back to the shard it came from, whichever thread frees it. */
+#define NSHARD 8
+typedef struct shard {
+	pthread_mutex_t lock;
+	uintptr_t free[NSLOTK]; /* (lock) */
+	uint64_t live;          /* (lock) */
+} __attribute__((aligned(64))) shard;
+static shard shards[NSHARD];
+static _Atomic unsigned next_shard;
+static pthread_once_t shards_once = PTHREAD_ONCE_INIT;
+
+static void
+shards_init(void)
+{
+	for (int i = 0; i < NSHARD; i++)
+		pthread_mutex_init(&shards[i].lock, NULL);
+}
+
+/* A free slot of 2^shift bytes from shard h, or 0. Called with h's lock
+ * held; takes the range lock to carve a new slab. */
 static uintptr_t
-slot_get(unsigned shift)
+slot_get(shard *h, unsigned shift)
 {
 	unsigned k = shift - SLOT_MIN_SHIFT;
-	if (!slot_free[k]) {
+	if (!h->free[k]) {
 		bool dirty;
+		pthread_mutex_lock(&lock);
 		uintptr_t slab = run_get(class_of(SLAB_BYTES / page), &dirty);
+		pthread_mutex_unlock(&lock);
 		if (!slab)
 			return 0;
 		/* Thread the slab's slots onto the free list, first slot on
 		 * top; the link lives where the header will go. */
 		size_t sz = (size_t)1 << shift;
 		for (uintptr_t s = slab + SLAB_BYTES - sz;; s -= sz) {
-			*(uintptr_t *)s = slot_free[k];
-			slot_free[k] = s;
+			*(uintptr_t *)s = h->free[k];
+			h->free[k] = s;
 			if (s == slab)
 				break;
 		}
 	}
-	uintptr_t s = slot_free[k];
-	slot_free[k] = *(uintptr_t *)s;
+	uintptr_t s = h->free[k];
+	h->free[k] = *(uintptr_t *)s;
 	return s;
 }
 
@@ -145,21 +172,28 @@ slot_alloc(size_t size, bool zero)
 	unsigned shift = SLOT_MIN_SHIFT;
 	while (((size_t)1 << shift) < size + sizeof(hp_obj))
 		shift++;
-	pthread_mutex_lock(&lock);
-	uintptr_t s = slot_get(shift);
+	hp_tls *t = &heapprof__tls;
+	if (!t->shard) {
+		pthread_once(&shards_once, shards_init);
+		t->shard = atomic_fetch_add(&next_shard, 1) % NSHARD + 1;
+	}
+	shard *h = &shards[t->shard - 1];
+	pthread_mutex_lock(&h->lock);
+	uintptr_t s = slot_get(h, shift);
 	if (s)
-		live_runs++;
-	else
-		exhausted++;
-	pthread_mutex_unlock(&lock);
-	if (!s)
+		h->live++;
+	pthread_mutex_unlock(&h->lock);
+	if (!s) {
+		atomic_fetch_add_explicit(&exhausted, 1, memory_order_relaxed);
 		return NULL;
+	}
 	hp_obj *o = (hp_obj *)s;
 	o->magic = HP_OBJ_MAGIC;
 	o->bucket = NULL;
 	o->size = size;
 	o->run = s;
 	o->run_class = SLOT_CLASS + shift;
+	o->shard = t->shard - 1;
 	if (zero)
 		memset(o + 1, 0, size); /* slots are reused without zeroing */
 	return o + 1;
@@ -185,7 +219,7 @@ heapprof__range_alloc(size_t size, size_t align, bool zero)
 	if (run)
 		live_runs++;
 	else
-		exhausted++;
+		atomic_fetch_add_explicit(&exhausted, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&lock);
 	if (!run)
 		return NULL;
@@ -211,12 +245,13 @@ heapprof__range_free(hp_obj *o)
 	o->magic = 0; /* a second free of this pointer is caught below */
 	if (c >= SLOT_CLASS) {
 		unsigned k = c - SLOT_CLASS - SLOT_MIN_SHIFT;
-		pthread_mutex_lock(&lock);
-		*(uintptr_t *)run = slot_free[k];
+		shard *h = &shards[o->shard % NSHARD];
+		pthread_mutex_lock(&h->lock);
+		*(uintptr_t *)run = h->free[k];
 		atomic_thread_fence(memory_order_release);
-		slot_free[k] = run;
-		live_runs--;
-		pthread_mutex_unlock(&lock);
+		h->free[k] = run;
+		h->live--;
+		pthread_mutex_unlock(&h->lock);
 		return;
 	}
 	if (c >= MADVISE_CLASS)
@@ -238,8 +273,14 @@ heapprof__range_stats(uint64_t *live, uint64_t *mapped, uint64_t *exh)
 	pthread_mutex_lock(&lock);
 	*live = live_runs;
 	*mapped = committed - heapprof__range_base;
-	*exh = exhausted;
 	pthread_mutex_unlock(&lock);
+	*exh = atomic_load_explicit(&exhausted, memory_order_relaxed);
+	pthread_once(&shards_once, shards_init);
+	for (int i = 0; i < NSHARD; i++) {
+		pthread_mutex_lock(&shards[i].lock);
+		*live += shards[i].live;
+		pthread_mutex_unlock(&shards[i].lock);
+	}
 }
 
 void
@@ -258,4 +299,6 @@ void
 heapprof__range_atfork_child(void)
 {
 	pthread_mutex_init(&lock, NULL);
+	for (int i = 0; i < NSHARD; i++)
+		pthread_mutex_init(&shards[i].lock, NULL);
 }
