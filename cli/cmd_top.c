@@ -6,6 +6,7 @@
  * names from prof_names.c (Function/Line data, else ELF symbols, else hex).
  */
 #include <errno.h>
+#include <regex.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,10 @@ usage(FILE *f)
 	        "                       alloc_objects, ...) or an index; default:\n"
 	        "                       the profile's default_sample_type, else\n"
 	        "                       the last type (pprof's rule)\n"
+	        "  --base OLD           show FILE - OLD (pprof -base: OLD's values\n"
+	        "                       subtracted, stack by stack, then merged)\n"
+	        "  --focus REGEX        only samples with a frame whose function\n"
+	        "                       name matches REGEX (POSIX extended)\n"
 	        "  FILE                 the profile ('-': stdin)\n");
 }
 
@@ -46,11 +51,14 @@ typedef struct node {
 	int64_t flat, cum;
 	size_t stamp; /* last sample that added to cum, plus one */
 	int kept;     /* printed: takes part in the edge pass */
+	int focus;    /* the name matches --focus */
 	int in_inline, in_call; /* kinds of incoming edges among kept nodes */
 } node;
 
 typedef struct top {
 	pprof_dec d;
+	regex_t *focus; /* --focus, or NULL */
+	const char *focus_text;
 	cli_names nm;
 	node *nodes; /* one per name id of nm */
 	size_t nnodes;
@@ -70,6 +78,30 @@ build_nodes(top *t)
 	for (size_t i = 0; i < t->nm.n; i++) {
 		t->nodes[i].name = t->nm.v[i].s;
 		t->nodes[i].len = t->nm.v[i].n;
+		if (t->focus) {
+			/* Names are not NUL-terminated in the table. */
+			char *z = strndup(t->nm.v[i].s, t->nm.v[i].n);
+			if (!z)
+				return -ENOMEM;
+			t->nodes[i].focus = regexec(t->focus, z, 0, NULL, 0) == 0;
+			free(z);
+		}
+	}
+	return 0;
+}
+
+/* --focus: does the sample go through a matching function? */
+static int
+focused(const top *t, const pprof_sample *s)
+{
+	if (!t->focus)
+		return 1;
+	for (size_t j = 0; j < s->nlocations; j++) {
+		uint32_t cnt;
+		const uint32_t *ids = cli_names_loc(&t->nm, s->location_index[j], &cnt);
+		for (uint32_t k = 0; k < cnt; k++)
+			if (t->nodes[ids[k]].focus)
+				return 1;
 	}
 	return 0;
 }
@@ -100,10 +132,11 @@ accumulate(top *t, size_t vi, int64_t *total)
 			                              "pprof::base") &&
 			    heapprof__pprof_string_eq(d, s.labels[k].str, "true"))
 				is_base = 1;
+		/* pprof's total counts every sample, focused or not. */
 		all += abs64(v);
 		if (is_base)
 			base += abs64(v);
-		if (v == 0)
+		if (v == 0 || !focused(t, &s))
 			continue;
 		stamp++;
 		node *leaf = NULL;
@@ -199,7 +232,7 @@ mark_inline(top *t, size_t vi, int64_t cutoff)
 	heapprof__pprof_samples(d, &it);
 	while ((rc = heapprof__pprof_sample_next(d, &it, &s)) == 0) {
 		int64_t w = s.values[vi];
-		if (w == 0)
+		if (w == 0 || !focused(t, &s))
 			continue;
 		stamp++;
 		long parent = -1;
@@ -368,6 +401,8 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 		}
 		printf("Duration: %s, Total samples = %s %s\n", a, b, ratio);
 	}
+	if (t->focus_text)
+		printf("Active filters:\n   focus=%s\n", t->focus_text);
 	int64_t shown = 0;
 	for (size_t i = 0; i < kept; i++)
 		shown += g[i]->flat;
@@ -412,10 +447,64 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 	return 0;
 }
 
+typedef struct membuf {
+	uint8_t *p;
+	size_t len, cap;
+} membuf;
+
+static int
+membuf_write(void *arg, const void *p, size_t n)
+{
+	membuf *m = arg;
+	if (m->cap - m->len < n) {
+		size_t cap = m->cap ? m->cap * 2 : 65536;
+		while (cap - m->len < n)
+			cap *= 2;
+		uint8_t *nb = realloc(m->p, cap);
+		if (!nb)
+			return -ENOMEM;
+		m->p = nb;
+		m->cap = cap;
+	}
+	memcpy(m->p + m->len, p, n);
+	m->len += n;
+	return 0;
+}
+
+/* --base OLD: replaces *buf by NEW merged with -1 x OLD, as pprof's -base
+ * does. Returns 0 or the exit status. */
+static int
+subtract_base(uint8_t **buf, size_t *len, const char *path, const char *base)
+{
+	uint8_t *old;
+	size_t old_len;
+	int rc = cli_read_file(base, &old, &old_len);
+	if (rc) {
+		cli_err("top: %s: %s", base, heapprof_strerror(rc));
+		return 1;
+	}
+	heapprof_merge_input in[2] = {{*buf, *len, 1.0}, {old, old_len, -1.0}};
+	membuf m = {0};
+	size_t failed = 0;
+	rc = heapprof_merge_ex(in, 2, 0, 0, &failed, membuf_write, &m);
+	free(old);
+	if (rc) {
+		cli_err("top: --base: %s: %s", failed == 1 ? base : path,
+		        heapprof_strerror(rc));
+		free(m.p);
+		return 1;
+	}
+	free(*buf);
+	*buf = m.p;
+	*len = m.len;
+	return 0;
+}
+
 int
 cli_top(int argc, char **argv)
 {
-	const char *path = NULL, *sample_index = NULL;
+	const char *path = NULL, *sample_index = NULL, *base = NULL;
+	const char *focus = NULL;
 	long max_nodes = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -445,6 +534,18 @@ cli_top(int argc, char **argv)
 			sample_index = a + 15;
 		} else if (!strncmp(a, "-sample_index=", 14)) {
 			sample_index = a + 14;
+		} else if (!strcmp(a, "--base") || !strcmp(a, "-base")) {
+			if (i + 1 >= argc) {
+				cli_err("top: %s needs a profile", a);
+				return 2;
+			}
+			base = argv[++i];
+		} else if (!strcmp(a, "--focus") || !strcmp(a, "-focus")) {
+			if (i + 1 >= argc) {
+				cli_err("top: %s needs a regular expression", a);
+				return 2;
+			}
+			focus = argv[++i];
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("top: unknown option '%s' (see heapprof top --help)",
 			        a);
@@ -472,11 +573,30 @@ cli_top(int argc, char **argv)
 		cli_err("top: %s: %s", path, heapprof_strerror(rc));
 		return 1;
 	}
+	if (base && (rc = subtract_base(&buf, &len, path, base)) != 0) {
+		free(buf);
+		return rc;
+	}
 	top t;
 	memset(&t, 0, sizeof(t));
+	regex_t re;
+	if (focus) {
+		int e = regcomp(&re, focus, REG_EXTENDED | REG_NOSUB);
+		if (e) {
+			char msg[256];
+			regerror(e, &re, msg, sizeof(msg));
+			cli_err("top: --focus '%s': %s", focus, msg);
+			free(buf);
+			return 2;
+		}
+		t.focus = &re;
+		t.focus_text = focus;
+	}
 	heapprof__pprof_dec_init(&t.d, NULL, NULL);
 	int st = run_top(&t, buf, len, path, sample_index, max_nodes);
 	top_free(&t);
+	if (focus)
+		regfree(&re);
 	free(buf);
 	return st;
 }

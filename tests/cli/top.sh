@@ -126,6 +126,26 @@ fi
 if [ -f "$CORPUS/fastdelta/big-heap.pprof" ]; then
 	compare top_big_heap_n50 "$CORPUS/fastdelta/big-heap.pprof" -n 50 -- -nodecount=50
 fi
+# --base (a diff) and --focus, against pprof's -base and -focus.
+if [ -f "$CORPUS/go/go_heap_delta_2.pb.gz" ]; then
+	f=$CORPUS/go/go_heap_delta_2.pb.gz
+	b=$CORPUS/go/go_heap_delta_1.pb.gz
+	compare top_base_go_delta "$f" --base "$b" -- -base "$b"
+	compare top_base_go_delta_alloc "$f" --base "$b" --sample-index alloc_space -- -base "$b" -sample_index=alloc_space
+	compare top_focus_main "$f" --focus 'main\.' -- -focus 'main\.'
+	compare top_focus_alternation "$f" --focus 'Large|runtime' --sample-index alloc_objects -- -focus 'Large|runtime' -sample_index=alloc_objects
+	compare top_focus_nothing "$f" --focus zzz_no_such_fn -- -focus zzz_no_such_fn
+fi
+if "$HEAPPROF" top --focus '(' "$CORPUS/go/go_heap_basic.pb.gz" >/dev/null 2>&1; then
+	fail top_focus_bad_regex "accepted '('"
+else
+	pass top_focus_bad_regex
+fi
+if "$HEAPPROF" top --base /nonexistent "$CORPUS/go/go_heap_basic.pb.gz" >/dev/null 2>&1; then
+	fail top_base_missing "accepted a missing base"
+else
+	pass top_base_missing
+fi
 
 # ---- symbols from ELF: a profile without functions over build/heapprof
 if ! command -v python3 >/dev/null 2>&1 || ! command -v nm >/dev/null 2>&1 ||
