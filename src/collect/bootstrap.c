@@ -60,13 +60,30 @@ extern void *__libc_memalign(size_t, size_t);
 extern void *__libc_valloc(size_t);
 extern void *__libc_pvalloc(size_t);
 
+/* Is f one of ours? Our own names may resolve to another library's
+ * functions (the library loaded with dlopen after libc), so compare the
+ * object f lives in with the one this code lives in. */
+static int
+is_self(void *f)
+{
+	Dl_info mine, its;
+	if (!dladdr((void *)&heapprof__interpose_resolve, &mine) ||
+	    !dladdr(f, &its))
+		return 0;
+	return mine.dli_fbase == its.dli_fbase;
+}
+
 static void *
-find(const char *name, void *fallback, void *self)
+find(const char *name, void *fallback)
 {
 	void *f = dlsym(RTLD_NEXT, name);
-	/* Statically linked into a program whose libc is not next in line,
-	 * dlsym may find nothing, or ourselves. */
-	return f && f != self ? f : fallback;
+	/* Linked into a program whose libc is not next in line, or loaded
+	 * with dlopen after libc (nothing comes after us then), RTLD_NEXT
+	 * finds nothing, or ourselves: then the process's own definition,
+	 * unless that is ourselves too. */
+	if (!f || is_self(f))
+		f = dlsym(RTLD_DEFAULT, name);
+	return f && !is_self(f) ? f : fallback;
 }
 
 void
@@ -79,18 +96,16 @@ heapprof__interpose_resolve(void)
 	if (!heapprof__range_span)
 		heapprof__range_init();
 	hp_next n;
-	n.malloc = find("malloc", (void *)__libc_malloc, (void *)malloc);
-	n.free = find("free", (void *)__libc_free, (void *)free);
-	n.calloc = find("calloc", (void *)__libc_calloc, (void *)calloc);
-	n.realloc = find("realloc", (void *)__libc_realloc, (void *)realloc);
-	n.posix_memalign = find("posix_memalign", NULL, (void *)posix_memalign);
-	n.aligned_alloc = find("aligned_alloc", (void *)__libc_memalign,
-	                       (void *)aligned_alloc);
-	n.memalign = find("memalign", (void *)__libc_memalign, (void *)memalign);
-	n.valloc = find("valloc", (void *)__libc_valloc, (void *)valloc);
-	n.pvalloc = find("pvalloc", (void *)__libc_pvalloc, (void *)pvalloc);
-	n.malloc_usable_size = find("malloc_usable_size", NULL,
-	                            (void *)malloc_usable_size);
+	n.malloc = find("malloc", (void *)__libc_malloc);
+	n.free = find("free", (void *)__libc_free);
+	n.calloc = find("calloc", (void *)__libc_calloc);
+	n.realloc = find("realloc", (void *)__libc_realloc);
+	n.posix_memalign = find("posix_memalign", NULL);
+	n.aligned_alloc = find("aligned_alloc", (void *)__libc_memalign);
+	n.memalign = find("memalign", (void *)__libc_memalign);
+	n.valloc = find("valloc", (void *)__libc_valloc);
+	n.pvalloc = find("pvalloc", (void *)__libc_pvalloc);
+	n.malloc_usable_size = find("malloc_usable_size", NULL);
 	if (!n.posix_memalign || !n.malloc_usable_size) {
 		/* No libc to forward to: nothing sane is possible. */
 		static const char m[] = "heapprof: cannot find the next allocator\n";
