@@ -6,7 +6,7 @@
 # modified); a crasher is copied to build/fuzz/crashes/ and reported as
 # FAIL with its path, for adding to fuzz/regress/<target>/.
 cd "$(dirname "$0")/.." || exit 2
-secs=${FUZZ_SECONDS:-20}
+secs=${FUZZ_SECONDS:-30}
 cc=${FUZZ_CC:-clang}
 if ! command -v "$cc" >/dev/null 2>&1; then
 	echo "SKIP fuzz_smoke: $cc not installed (apt-get install clang libclang-rt-14-dev)"

@@ -3,7 +3,8 @@
 # identical to the run without it, at rate 1 and at the default rate.
 # python3 (plain, PYTHONMALLOC=malloc, threads, multiprocessing fork and
 # spawn), perl, git init/add/commit, bash pipelines, sqlite3 with 100k
-# rows, ldd (bytehound#124). Profiles of the processes must decode.
+# rows, ldd (bytehound#124), gcc + make building a small project. Profiles of
+# the processes must decode.
 . "$(dirname "$0")/lib.sh"
 need_lib rel.real
 oracle_tmpdir
@@ -53,6 +54,25 @@ same3 rel.real.perl $T perl -e 'my %h; $h{$_ % 977} .= "x$_" for 1..60000; my @k
 if command -v git >/dev/null 2>&1; then
 	same3 rel.real.git $T sh -c 'rm -rf g && mkdir g && cd g && export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b GIT_AUTHOR_DATE="2026-11-22T00:00:00Z" GIT_COMMITTER_DATE="2026-11-22T00:00:00Z" HOME=$PWD GIT_CONFIG_NOSYSTEM=1 && git init -q -b main . && seq 1 5000 >f && git add f && git commit -q -m one && seq 2 5001 >f && git commit -qam two && git log --format="%H %s" && git diff HEAD~1 --stat'
 else skip rel.real.git "git not installed"; fi
+# gcc building a small project with make: 6 translation units (generated),
+# compiled -O2 in parallel and linked; the binary's output and its md5 must
+# not change (cc1, as, collect2 and ld all run under the profiler).
+mkdir -p proj
+for i in 1 2 3 4 5 6; do
+	{
+		echo "#include <stdio.h>"
+		echo "struct s$i { int v[$((i * 4))]; };"
+		echo "static int helper$i(struct s$i *p, int n) { int t = 0; for (int k = 0; k < n; k++) t += p->v[k % $((i * 4))] * k; return t; }"
+		echo "int unit$i(int n) { struct s$i x = {{$i}}; switch (n % 5) { case 0: return helper$i(&x, n); case 1: return n * $i; default: return helper$i(&x, n / 2) + $i; } }"
+	} >proj/u$i.c
+done
+{
+	echo "#include <stdio.h>"
+	for i in 1 2 3 4 5 6; do echo "int unit$i(int);"; done
+	echo "int main(void) { long t = 0; for (int n = 0; n < 1000; n++) t += unit1(n) + unit2(n) + unit3(n) + unit4(n) + unit5(n) + unit6(n); printf(\"%ld\\n\", t); return 0; }"
+} >proj/main.c
+printf 'OBJ = main.o u1.o u2.o u3.o u4.o u5.o u6.o\nprog: $(OBJ)\n\t$(CC) -o $@ $(OBJ)\n%%.o: %%.c\n\t$(CC) -O2 -c -o $@ $<\nclean:\n\trm -f prog $(OBJ)\n' >proj/Makefile
+same3 rel.real.gcc_make_project $T sh -c 'cd proj && make -s clean && make -s -j2 prog && ./prog && md5sum <prog'
 same3 rel.real.bash $T bash -c 'set -o pipefail; seq 1 30000 | sort -r | awk "{s+=\$1} NR%1000==0{print s}" | sha256sum; x=$(echo hello | tr a-z A-Z); echo "$x"; (cd / && ls -d usr); a=(); for i in $(seq 1 2000); do a+=("v$i"); done; echo "${#a[@]} ${a[1999]}"; false | true; echo $?; exit 5'
 if command -v sqlite3 >/dev/null 2>&1; then
 	same3 rel.real.sqlite $T sh -c 'sqlite3 :memory: <work.sql'
