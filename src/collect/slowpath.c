@@ -79,6 +79,16 @@ sampled_alloc(hp_tls *t, size_t size, size_t align, bool zero, uintptr_t ra,
 	return p;
 }
 
+/* A sample if the sampler says so and it can be recorded, else NULL (the
+ * caller forwards the request). */
+static void *
+try_sample(hp_tls *t, size_t n, size_t align, bool zero, uintptr_t ra,
+           int extra)
+{
+	return sample_decide(t) ? sampled_alloc(t, n, align, zero, ra, extra)
+	                        : NULL;
+}
+
 void
 heapprof__slow_free(void *p)
 {
@@ -110,11 +120,9 @@ malloc_at(hp_tls *t, size_t n, uintptr_t ra, int extra)
 {
 	if (heapprof__fast(t, heapprof__weight(n)))
 		return heapprof__next.malloc(n);
-	if (sample_decide(t)) {
-		void *p = sampled_alloc(t, n, 16, false, ra, extra);
-		if (p)
-			return p;
-	}
+	void *p = try_sample(t, n, 16, false, ra, extra);
+	if (p)
+		return p;
 	return heapprof__next.malloc(n);
 }
 
@@ -125,11 +133,9 @@ heapprof__slow_malloc(size_t n)
 	int extra;
 	CALLER(ra, extra);
 	hp_tls *t = &heapprof__tls;
-	if (sample_decide(t)) {
-		void *p = sampled_alloc(t, n, 16, false, ra, extra);
-		if (p)
-			return p;
-	}
+	void *p = try_sample(t, n, 16, false, ra, extra);
+	if (p)
+		return p;
 	return heapprof__next.malloc(n);
 }
 
@@ -143,11 +149,9 @@ heapprof__slow_calloc(size_t n, size_t size)
 	if (__builtin_mul_overflow(n, size, &total))
 		return heapprof__next.calloc(n, size); /* ENOMEM, as glibc */
 	hp_tls *t = &heapprof__tls;
-	if (sample_decide(t)) {
-		void *p = sampled_alloc(t, total, 16, true, ra, extra);
-		if (p)
-			return p;
-	}
+	void *p = try_sample(t, total, 16, true, ra, extra);
+	if (p)
+		return p;
 	return heapprof__next.calloc(n, size);
 }
 
@@ -233,9 +237,9 @@ aligned_slow(size_t align, size_t n, uintptr_t ra, int extra,
              void *(*next)(size_t, size_t))
 {
 	hp_tls *t = &heapprof__tls;
-	if (pow2(align) && sample_decide(t)) {
-		void *p = sampled_alloc(t, n, align < 16 ? 16 : align, false, ra,
-		                        extra);
+	if (pow2(align)) {
+		void *p = try_sample(t, n, align < 16 ? 16 : align, false, ra,
+		                     extra);
 		if (p)
 			return p;
 	}
@@ -267,12 +271,9 @@ heapprof__slow_valloc(size_t n)
 	int extra;
 	CALLER(ra, extra);
 	hp_tls *t = &heapprof__tls;
-	if (sample_decide(t)) {
-		void *p = sampled_alloc(t, n, (size_t)getpagesize(), false, ra,
-		                        extra);
-		if (p)
-			return p;
-	}
+	void *p = try_sample(t, n, (size_t)getpagesize(), false, ra, extra);
+	if (p)
+		return p;
 	return heapprof__next.valloc(n);
 }
 
@@ -286,8 +287,8 @@ heapprof__slow_pvalloc(size_t n)
 	size_t pg = (size_t)getpagesize();
 	/* pvalloc rounds the block up to whole pages; the program asked for
 	 * n bytes, which is what is recorded. */
-	if (n <= SIZE_MAX - pg && sample_decide(t)) {
-		void *p = sampled_alloc(t, n, pg, false, ra, extra);
+	if (n <= SIZE_MAX - pg) {
+		void *p = try_sample(t, n, pg, false, ra, extra);
 		if (p)
 			return p;
 	}
