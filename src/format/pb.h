@@ -76,6 +76,45 @@ void heapprof__pb_end(pb_writer *w);
 size_t heapprof__pb_varint_size(uint64_t v);
 size_t heapprof__pb_put_varint(uint8_t *p, uint64_t v);
 
+/* Direct writing, for hot writers that encode a whole top-level field
+ * themselves: room returns where n bytes may be written (NULL after an
+ * error, which is then in w->err); advance commits n of them and flushes
+ * to the sink like any other top-level field. Only at depth 0. */
+uint8_t *heapprof__pb_room_slow(pb_writer *w, size_t n);
+void heapprof__pb_advance_slow(pb_writer *w);
+
+HP_INLINE uint8_t *
+heapprof__pb_room(pb_writer *w, size_t n)
+{
+	if (HP_LIKELY(!w->err && w->cap - w->len >= n))
+		return w->buf + w->len;
+	return heapprof__pb_room_slow(w, n);
+}
+
+HP_INLINE void
+heapprof__pb_advance(pb_writer *w, size_t n)
+{
+	w->len += n;
+	if (HP_UNLIKELY(w->len >= w->flush_at))
+		heapprof__pb_advance_slow(w);
+}
+
+/* A varint at p (room for 10 bytes): its length. Inline for hot loops. */
+HP_INLINE size_t
+heapprof__pb_put_varint_fast(uint8_t *p, uint64_t v)
+{
+	if (HP_LIKELY(v < 0x80)) {
+		p[0] = (uint8_t)v;
+		return 1;
+	}
+	if (v < 0x4000) {
+		p[0] = (uint8_t)(v | 0x80);
+		p[1] = (uint8_t)(v >> 7);
+		return 2;
+	}
+	return heapprof__pb_put_varint(p, v);
+}
+
 /* ---------------------------------------------------------------- reader */
 
 typedef struct pb_reader {

@@ -75,6 +75,18 @@ maybe_flush(pb_writer *w)
 	w->len = 0;
 }
 
+uint8_t *
+heapprof__pb_room_slow(pb_writer *w, size_t n)
+{
+	return reserve(w, n) ? w->buf + w->len : NULL;
+}
+
+void
+heapprof__pb_advance_slow(pb_writer *w)
+{
+	maybe_flush(w);
+}
+
 size_t
 heapprof__pb_varint_size(uint64_t v)
 {

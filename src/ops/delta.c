@@ -141,8 +141,6 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->acc, d->acc_cap * 8);
 	heapprof__delta_release(d, &d->slot, d->slot_cap * 4);
 	heapprof__delta_release(d, &d->outv, d->outv_cap * 8);
-	heapprof__delta_release(d, &d->e_ids, d->e_cap * 8);
-	heapprof__delta_release(d, &d->e_lab, d->e_lcap * sizeof(pprof_label));
 	heapprof__delta_release(d, &d->str_map, d->str_map_cap * 4);
 	heapprof__delta_release(d, &d->out_strs, d->out_strs_cap * 4);
 	heapprof__delta_release(d, &d->loc_used, d->loc_used_cap);
@@ -183,8 +181,7 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
 	     d->acc_cap * 8 + d->slot_cap * 4 + d->outv_cap * 8 +
 	     d->str_map_cap * 4 + d->out_strs_cap * 4 + d->loc_used_cap +
-	     d->func_used_cap + d->map_used_cap + d->w.cap + d->dec.zbuf_cap +
-	     d->e_cap * 8 + d->e_lcap * sizeof(pprof_label);
+	     d->func_used_cap + d->map_used_cap + d->w.cap + d->dec.zbuf_cap;
 	st->state_bytes = b;
 	return 0;
 }

@@ -90,10 +90,6 @@ struct heapprof_delta {
 	size_t slot_cap;
 	int64_t *outv;
 	size_t outv_cap;
-	uint64_t *e_ids; /* fast emit: location ids, labels */
-	size_t e_cap;
-	pprof_label *e_lab;
-	size_t e_lcap;
 	uint32_t *str_map; /* input string index -> output index (0: none) */
 	size_t str_map_cap;
 	uint32_t *out_strs; /* output string i = input string out_strs[i] */

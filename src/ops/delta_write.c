@@ -165,13 +165,17 @@ heapprof__delta_out_sample(heapprof_delta *d, const pprof_sample *s,
 	return w->err;
 }
 
-/* One Label message of the fast path: varint fields 1-4 only. */
-HP_INLINE int
-fast_label(const pprof_dec *dec, const uint8_t *q, const uint8_t *fe,
-           pprof_label *lb)
+/* The fast path's label encoder: one Label message (varint fields 1-4
+ * only, string indexes in range) of the input at [q, fe) re-encoded with
+ * renumbered strings at out (room for 2 + 4 * 11 bytes); its length, or 0
+ * if its form needs the decoder. */
+HP_INLINE size_t
+fast_label(heapprof_delta *d, const uint8_t *q, const uint8_t *fe,
+           uint8_t *out)
 {
+	const pprof_dec *dec = &d->dec;
 	const uint8_t *hard = dec->buf + dec->len;
-	memset(lb, 0, sizeof(*lb));
+	uint64_t f[5] = {0, 0, 0, 0, 0};
 	while (q < fe) {
 		uint8_t t = *q++;
 		uint64_t v;
@@ -180,17 +184,27 @@ fast_label(const pprof_dec *dec, const uint8_t *q, const uint8_t *fe,
 			return 0;
 		if (t != 0x18 && v >= dec->nstrings)
 			return 0;
-		if (t == 0x08)
-			lb->key = (uint32_t)v;
-		else if (t == 0x10)
-			lb->str = (uint32_t)v;
-		else if (t == 0x18)
-			lb->num = (int64_t)v;
-		else
-			lb->num_unit = (uint32_t)v;
+		f[t >> 3] = v;
 	}
-	return 1;
+	/* Renumber after parsing: the last of repeated fields wins. */
+	f[1] = str_out(d, (uint32_t)f[1]);
+	f[2] = str_out(d, (uint32_t)f[2]);
+	f[4] = str_out(d, (uint32_t)f[4]);
+	uint8_t *b = out + 2;
+	size_t n = 0;
+	for (unsigned k = 1; k <= 4; k++) {
+		if (!f[k])
+			continue;
+		b[n++] = (uint8_t)(k << 3);
+		n += heapprof__pb_put_varint_fast(b + n, f[k]);
+	}
+	out[0] = 0x1a;
+	out[1] = (uint8_t)n; /* at most 44 */
+	return n + 2;
 }
+
+/* Most labels per sample the fast path re-encodes on the stack. */
+#define FAST_MAXLAB 8
 
 int
 heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
@@ -199,13 +213,10 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 	pprof_dec *dec = &d->dec;
 	const uint8_t *p = dec->buf + off, *e = p + len;
 	const uint8_t *hard = dec->buf + dec->len;
-	const uint8_t *ids = NULL; /* the one packed ids field, if minimal */
-	size_t nl = 0, nlab = 0, nids_fields = 0, ids_len = 0;
+	const uint8_t *ids = NULL; /* the one packed ids field */
+	size_t ids_len = 0, nids_fields = 0, lab_len = 0, nlab = 0;
+	uint8_t lab[FAST_MAXLAB * 46];
 	bool minimal = true;
-	/* At most one location id per byte. */
-	if (HP_UNLIKELY(len + 1 > d->e_cap))
-		HP_TRY(heapprof__delta_grow(d, &d->e_ids, &d->e_cap, len + 1,
-		                            8));
 	while (p < e) {
 		uint8_t tag = *p;
 		const uint8_t *q = p + 1;
@@ -221,35 +232,69 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 			nids_fields++;
 			while (q < fe) {
 				uint64_t id;
-				const uint8_t *v0 = q;
-				if (rd_varint(&q, hard, &id) < 0 || q > fe)
-					return 0;
-				/* Minimal encoding: no trailing 0x00 byte. */
-				minimal &= q - v0 == 1 || q[-1] != 0;
-				long li = idmap_find(&dec->loc_ids, dec->locs, id);
+				if (HP_LIKELY(*q < 0x80)) {
+					id = *q++;
+				} else {
+					if (rd_varint(&q, hard, &id) < 0 ||
+					    q > fe)
+						return 0;
+					/* Minimal: no trailing 0x00 byte. */
+					minimal &= q[-1] != 0;
+				}
+				long li = idmap_find(&dec->loc_ids, dec->locs,
+				                     id);
 				if (li < 0)
 					return 0;
-				d->e_ids[nl++] = id;
 				d->loc_used[li] = 1;
 			}
 		} else if (tag == 0x1a) {
-			if (HP_UNLIKELY(nlab + 1 > d->e_lcap))
-				HP_TRY(heapprof__delta_grow(d, &d->e_lab, &d->e_lcap,
-				                            nlab + 1,
-				                            sizeof(pprof_label)));
-			if (!fast_label(dec, q, fe, &d->e_lab[nlab++]))
+			if (nlab == FAST_MAXLAB)
 				return 0;
+			size_t l = fast_label(d, q, fe, lab + lab_len);
+			if (!l)
+				return 0;
+			lab_len += l;
+			nlab++;
 		}
 		p = fe;
 	}
+	/* Anything but one minimal packed run of ids: the decoder's path. */
+	if (nids_fields > 1 || !minimal)
+		return 0;
+	size_t nt = dec->ntypes;
+	uint8_t vb[DELTA_RAW_MAXT * 10];
+	size_t vlen = 0;
+	if (nt > DELTA_RAW_MAXT)
+		return 0;
+	for (size_t t = 0; t < nt; t++)
+		vlen += heapprof__pb_put_varint_fast(vb + vlen,
+		                                     (uint64_t)values[t]);
+	size_t body = lab_len;
+	if (ids_len)
+		body += 1 + heapprof__pb_varint_size(ids_len) + ids_len;
+	if (nt)
+		body += 1 + heapprof__pb_varint_size(vlen) + vlen;
 	pb_writer *w = &d->w;
-	heapprof__pb_begin(w, PPROF_SAMPLE);
-	/* One minimal packed run is already what packed_u64 would write. */
-	if (nl && nids_fields == 1 && minimal)
-		heapprof__pb_bytes_field(w, 1, ids, ids_len);
-	else
-		heapprof__pb_packed_u64(w, 1, d->e_ids, nl);
-	HP_TRY(out_tail(d, values, dec->ntypes, d->e_lab, nlab));
+	uint8_t *o = heapprof__pb_room(w, body + 11);
+	if (!o)
+		return w->err;
+	size_t k = 0;
+	o[k++] = 0x12; /* Profile.sample */
+	k += heapprof__pb_put_varint_fast(o + k, body);
+	if (ids_len) {
+		o[k++] = 0x0a;
+		k += heapprof__pb_put_varint_fast(o + k, ids_len);
+		memcpy(o + k, ids, ids_len);
+		k += ids_len;
+	}
+	if (nt) {
+		o[k++] = 0x12;
+		k += heapprof__pb_put_varint_fast(o + k, vlen);
+		memcpy(o + k, vb, vlen);
+		k += vlen;
+	}
+	memcpy(o + k, lab, lab_len);
+	heapprof__pb_advance(w, k + lab_len);
 	return 1;
 }
 
@@ -299,6 +344,46 @@ mark_refs_fast(heapprof_delta *d, size_t i)
 	return 1;
 }
 
+/* Writes function i re-encoded with renumbered strings, reading its message
+ * directly when it has the usual form (one-byte varint tags 1-5, string
+ * indexes in range); 0: use the decoder. The last of a repeated field wins,
+ * as in the decoder. */
+static int
+write_func_fast(heapprof_delta *d, size_t i)
+{
+	const pprof_dec *dec = &d->dec;
+	const uint8_t *p = dec->buf + dec->funcs[i].off;
+	const uint8_t *e = p + dec->funcs[i].len, *hard = dec->buf + dec->len;
+	uint64_t f[6] = {0, 0, 0, 0, 0, 0};
+	while (p < e) {
+		uint8_t tag = *p++;
+		uint64_t v;
+		if ((tag & 7) != 0 || tag < 0x08 || tag > 0x28 ||
+		    rd_varint(&p, hard, &v) < 0 || p > e)
+			return 0;
+		if (tag >= 0x10 && tag <= 0x20 && v >= dec->nstrings)
+			return 0;
+		f[tag >> 3] = v;
+	}
+	f[2] = str_out(d, (uint32_t)f[2]);
+	f[3] = str_out(d, (uint32_t)f[3]);
+	f[4] = str_out(d, (uint32_t)f[4]);
+	uint8_t *o = heapprof__pb_room(&d->w, 2 + 5 * 11);
+	if (!o)
+		return 1; /* w->err is reported by the caller */
+	size_t n = 0;
+	for (unsigned k = 1; k <= 5; k++) {
+		if (!f[k])
+			continue;
+		o[2 + n++] = (uint8_t)(k << 3);
+		n += heapprof__pb_put_varint_fast(o + 2 + n, f[k]);
+	}
+	o[0] = 0x2a; /* Profile.function */
+	o[1] = (uint8_t)n; /* at most 55 */
+	heapprof__pb_advance(&d->w, n + 2);
+	return 1;
+}
+
 static int
 write_refs(heapprof_delta *d)
 {
@@ -345,7 +430,7 @@ write_refs(heapprof_delta *d)
 			                         dec->buf + dec->locs[i].off,
 			                         dec->locs[i].len);
 	for (size_t i = 0; i < dec->nfuncs; i++) {
-		if (!d->func_used[i])
+		if (!d->func_used[i] || write_func_fast(d, i))
 			continue;
 		pprof_function f;
 		HP_TRY(heapprof__pprof_function(dec, i, &f));
@@ -387,7 +472,13 @@ heapprof__delta_out_finish(heapprof_delta *d, unsigned flags,
 	for (size_t i = 0; i < d->nout_strs; i++) {
 		size_t l;
 		const char *s = heapprof__pprof_string(dec, d->out_strs[i], &l);
-		heapprof__pb_bytes_field(w, PPROF_STRING_TABLE, s, l);
+		uint8_t *o = heapprof__pb_room(w, l + 11);
+		if (!o)
+			return w->err;
+		o[0] = 0x32; /* Profile.string_table */
+		size_t k = 1 + heapprof__pb_put_varint_fast(o + 1, l);
+		memcpy(o + k, s, l);
+		heapprof__pb_advance(w, k + l);
 	}
 	HP_TRY(heapprof__pb_finish(w));
 	if (flags & HEAPPROF_DELTA_GZIP)
