@@ -368,38 +368,17 @@ key_of(heapprof_delta *d, const pprof_sample *s, uint32_t *kidp)
 	return 0;
 }
 
-/* Adds one sample's values to its key's item (first occurrence: new item). */
-HP_INLINE int
-add_values(heapprof_delta *d, uint32_t kid, uint32_t off, uint32_t len,
-           const int64_t *values)
+int
+heapprof__delta_slow_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 {
-	size_t nt = d->dec.ntypes;
-	uint64_t *acc;
-	if (d->kgen[kid] != d->gen) {
-		if (HP_UNLIKELY(d->nitems >= d->items_cap)) {
-			HP_TRY(heapprof__delta_grow(d, &d->items, &d->items_cap,
-			                            d->nitems + 1,
-			                            sizeof(delta_item)));
-		}
-		if (HP_UNLIKELY((d->nitems + 1) * nt > d->acc_cap)) {
-			HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
-			                            (d->nitems + 1) * nt, 8));
-		}
-		d->kgen[kid] = d->gen;
-		d->kpos[kid] = (uint32_t)d->nitems;
-		delta_item *item = &d->items[d->nitems++];
-		item->kid = kid;
-		item->off = off;
-		item->len = len;
-		acc = d->acc + (size_t)d->kpos[kid] * nt;
-		for (size_t t = 0; t < nt; t++)
-			acc[t] = (uint64_t)values[t];
-	} else {
-		acc = d->acc + (size_t)d->kpos[kid] * nt;
-		for (size_t t = 0; t < nt; t++)
-			acc[t] += (uint64_t)values[t];
-	}
-	return 0;
+	pprof_sample s;
+	uint32_t kid;
+	HP_TRY(heapprof__pprof_sample_at(&d->dec, off, len, &s));
+	HP_TRY(key_of(d, &s, &kid));
+	if (d->raw_ok)
+		HP_TRY(heapprof__delta_raw_record(d, kid, off, len));
+	heapprof__delta_raw_link(d, kid);
+	return heapprof__delta_add_values(d, kid, off, len, s.values);
 }
 
 /* Pass A: every sample -> its key's item; values summed per item. Samples
@@ -409,27 +388,16 @@ aggregate(heapprof_delta *d)
 {
 	pprof_dec *dec = &d->dec;
 	pprof_sample_iter it;
-	pprof_sample s;
-	int64_t vals[DELTA_RAW_MAXT];
-	uint32_t off, len, kid;
+	uint32_t off, len;
 	int rc;
 	d->nitems = 0;
+	if (d->raw_ok)
+		return heapprof__delta_raw_pass(d);
 	heapprof__pprof_samples(dec, &it);
 	while ((rc = heapprof__pprof_sample_raw_next(dec, &it, &off, &len)) ==
 	       0) {
-		const int64_t *v = vals;
 		d->last_in++;
-		if (!d->raw_ok ||
-		    !heapprof__delta_raw_lookup(d, off, len, vals, &kid)) {
-			HP_TRY(heapprof__pprof_sample_at(dec, off, len, &s));
-			HP_TRY(key_of(d, &s, &kid));
-			if (d->raw_ok)
-				HP_TRY(heapprof__delta_raw_record(d, kid, off,
-				                                  len));
-			v = s.values;
-		}
-		heapprof__delta_raw_link(d, kid);
-		HP_TRY(add_values(d, kid, off, len, v));
+		HP_TRY(heapprof__delta_slow_sample(d, off, len));
 	}
 	return rc == 1 ? 0 : rc;
 }

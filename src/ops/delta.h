@@ -119,8 +119,6 @@ void heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes);
  * stores a slow-path sample's raw bytes for its key; link chains the keys
  * in call order for the next prediction. */
 int heapprof__delta_raw_prepare(heapprof_delta *d);
-int heapprof__delta_raw_lookup(heapprof_delta *d, uint32_t off, uint32_t len,
-                               int64_t *vals, uint32_t *kid);
 int heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
                                uint32_t len);
 void heapprof__delta_raw_invalidate(heapprof_delta *d);
@@ -134,6 +132,47 @@ heapprof__delta_raw_link(heapprof_delta *d, uint32_t kid)
 	else
 		d->kraw[d->klast].next = kid;
 	d->klast = kid;
+}
+
+/* The slow path for one sample (delta.c): full decode, key by content,
+ * raw record for the next call, values added. */
+int heapprof__delta_slow_sample(heapprof_delta *d, uint32_t off, uint32_t len);
+/* Pass A over the samples with the raw cache on (delta_raw.c): predicted
+ * keys confirmed by their bytes, misses through the slow path. */
+int heapprof__delta_raw_pass(heapprof_delta *d);
+
+/* Adds one sample's values to its key's item (first occurrence: new item). */
+HP_INLINE int
+heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off, uint32_t len,
+           const int64_t *values)
+{
+	size_t nt = d->dec.ntypes;
+	uint64_t *acc;
+	if (d->kgen[kid] != d->gen) {
+		if (HP_UNLIKELY(d->nitems >= d->items_cap)) {
+			HP_TRY(heapprof__delta_grow(d, &d->items, &d->items_cap,
+			                            d->nitems + 1,
+			                            sizeof(delta_item)));
+		}
+		if (HP_UNLIKELY((d->nitems + 1) * nt > d->acc_cap)) {
+			HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
+			                            (d->nitems + 1) * nt, 8));
+		}
+		d->kgen[kid] = d->gen;
+		d->kpos[kid] = (uint32_t)d->nitems;
+		delta_item *item = &d->items[d->nitems++];
+		item->kid = kid;
+		item->off = off;
+		item->len = len;
+		acc = d->acc + (size_t)d->kpos[kid] * nt;
+		for (size_t t = 0; t < nt; t++)
+			acc[t] = (uint64_t)values[t];
+	} else {
+		acc = d->acc + (size_t)d->kpos[kid] * nt;
+		for (size_t t = 0; t < nt; t++)
+			acc[t] += (uint64_t)values[t];
+	}
+	return 0;
 }
 
 /* Output (delta_write.c). begin resets the writer and writes the sample

@@ -222,19 +222,56 @@ try_key(const heapprof_delta *d, uint32_t c, const uint8_t *body,
 }
 
 int
-heapprof__delta_raw_lookup(heapprof_delta *d, uint32_t off, uint32_t len,
-                           int64_t *vals, uint32_t *kid)
+heapprof__delta_raw_pass(heapprof_delta *d)
 {
-	const uint8_t *body = d->dec.buf + off;
-	uint32_t c = d->klast == DELTA_NONE ? d->khead : d->kraw[d->klast].next;
-	if (!try_key(d, c, body, len, vals)) {
-		c = d->klast == DELTA_NONE ? 0 : d->klast + 1;
-		if (!try_key(d, c, body, len, vals))
-			return 0;
+	pprof_dec *dec = &d->dec;
+	const uint8_t *base = dec->buf;
+	const uint8_t *p = base + dec->first_sample, *end = base + dec->end_sample;
+	int64_t vals[DELTA_RAW_MAXT];
+	while (p < end) {
+		const uint8_t *body;
+		size_t blen;
+		if (HP_LIKELY(*p == 0x12)) {
+			const uint8_t *q = p + 1;
+			uint64_t v;
+			HP_TRY(rd_varint(&q, end, &v));
+			if (v > (uint64_t)(end - q))
+				return HEAPPROF_ELENGTH;
+			body = q;
+			blen = (size_t)v;
+			p = q + v;
+		} else {
+			/* Another field between samples (index_pass checked
+			 * every sample's wire type). */
+			pb_reader r = {p, end};
+			pb_field f;
+			HP_TRY(heapprof__pb_next(&r, &f));
+			p = r.p;
+			if (f.num != PPROF_SAMPLE)
+				continue;
+			body = f.data;
+			blen = f.len;
+		}
+		d->last_in++;
+		uint32_t off = (uint32_t)(body - base);
+		/* The key that followed the previous one last time, else the
+		 * next key id. */
+		uint32_t c = d->klast == DELTA_NONE ? d->khead
+		                                    : d->kraw[d->klast].next;
+		if (!try_key(d, c, body, blen, vals)) {
+			c = d->klast == DELTA_NONE ? 0 : d->klast + 1;
+			if (!try_key(d, c, body, blen, vals)) {
+				HP_TRY(heapprof__delta_slow_sample(
+					d, off, (uint32_t)blen));
+				continue;
+			}
+		}
+		d->raw_hits++;
+		heapprof__delta_raw_link(d, c);
+		HP_TRY(heapprof__delta_add_values(d, c, off, (uint32_t)blen,
+		                                  vals));
 	}
-	*kid = c;
-	d->raw_hits++;
-	return 1;
+	return 0;
 }
 
 int
