@@ -258,12 +258,47 @@ push_rec(pprof_dec *d, pprof_rec **recs, size_t *n, size_t *cap,
 	return 0;
 }
 
+/* At the first record of a kind, with the snapshot still matching: takes
+ * the whole run of that kind's records if it is the snapshot's byte for
+ * byte (*done set, reader moved past it). */
+static int
+take_run(pprof_dec *d, int kind, uint32_t at, pb_reader *r, bool *done)
+{
+	pprof_snap *s = &d->snap;
+	size_t *n = kind == 0 ? &d->nmaps : kind == 1 ? &d->nlocs : &d->nfuncs;
+	*done = false;
+	if (*n != 0 || !s->same || !s->run_ok[kind])
+		return 0;
+	size_t count = kind == 0 ? s->nmaps : kind == 1 ? s->nlocs : s->nfuncs;
+	pprof_rec **recs = kind == 0 ? &d->maps : kind == 1 ? &d->locs : &d->funcs;
+	size_t *cap = kind == 0 ? &d->maps_cap
+	              : kind == 1 ? &d->locs_cap
+	                          : &d->funcs_cap;
+	if (count + 1 > *cap) {
+		size_t c = *cap, c2 = *cap;
+		HP_TRY(heapprof__pprof_grow(d, recs, &c, count + 1,
+		                            sizeof(pprof_rec)));
+		if (kind == 1)
+			HP_TRY(heapprof__pprof_grow(d, &d->loc_addr, &c2,
+			                            count + 1, sizeof(uint64_t)));
+		*cap = c;
+	}
+	size_t l = heapprof__pprof_snap_bulk(d, kind, at, *recs,
+	                                     kind == 1 ? d->loc_addr : NULL);
+	if (!l)
+		return 0;
+	*n = count;
+	r->p = d->buf + at + l;
+	*done = true;
+	return 0;
+}
+
 static int
 index_pass(pprof_dec *d)
 {
 	pb_reader r;
 	pb_field f;
-	bool seen_time = false;
+	bool seen_time = false, done;
 	uint32_t first = UINT32_MAX, end = 0;
 	heapprof__pb_reader_init(&r, d->buf, d->len);
 	while (heapprof__pb_more(&r)) {
@@ -284,14 +319,23 @@ index_pass(pprof_dec *d)
 			end = (uint32_t)(r.p - d->buf);
 			break;
 		case PPROF_MAPPING:
+			HP_TRY(take_run(d, 0, at, &r, &done));
+			if (done)
+				break;
 			HP_TRY(push_rec(d, &d->maps, &d->nmaps, &d->maps_cap, &f,
 			                0));
 			break;
 		case PPROF_LOCATION:
+			HP_TRY(take_run(d, 1, at, &r, &done));
+			if (done)
+				break;
 			HP_TRY(push_rec(d, &d->locs, &d->nlocs, &d->locs_cap, &f,
 			                1));
 			break;
 		case PPROF_FUNCTION:
+			HP_TRY(take_run(d, 2, at, &r, &done));
+			if (done)
+				break;
 			HP_TRY(push_rec(d, &d->funcs, &d->nfuncs, &d->funcs_cap,
 			                &f, 2));
 			break;

@@ -136,6 +136,12 @@ typedef struct pprof_snap {
 	uint64_t *addr;
 	size_t n, rcap;
 	size_t nmaps, nlocs, nfuncs, nstrings;
+	/* Per kind (mapping, location, function): when its records were one
+	 * contiguous run of fields in the input, that run's bytes (tags and
+	 * lengths included) are bytes[run_off, run_off + run_len), so an
+	 * identical run in the next input is accepted with one compare. */
+	size_t run_off[3], run_len[3];
+	bool run_ok[3];
 	uint64_t gen; /* bumped by every save */
 	bool valid, same;
 } pprof_snap;

@@ -24,6 +24,11 @@ bool heapprof__pprof_snap_match(pprof_dec *d, int kind, size_t j,
                                 const pb_field *f, uint64_t *id,
                                 uint64_t *addr);
 int heapprof__pprof_snap_save(pprof_dec *d);
+/* If the input at offset `at` starts with the snapshot's run of `kind`
+ * records byte for byte, fills recs (and addr) with all of them, offsets
+ * into the input, and returns the run's length; else 0. */
+size_t heapprof__pprof_snap_bulk(pprof_dec *d, int kind, size_t at,
+                                 pprof_rec *recs, uint64_t *addr);
 void heapprof__pprof_snap_free(pprof_dec *d);
 
 /* Validates every mapping, function and location (string indexes in
@@ -67,6 +72,12 @@ rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 		if (p[1] < 0x80) {
 			*out = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
 			*pp = p + 2;
+			return 0;
+		}
+		if (p[2] < 0x80) {
+			*out = (uint64_t)(p[0] & 0x7f) |
+			       (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
+			*pp = p + 3;
 			return 0;
 		}
 		int n = varint8(p, out);
