@@ -178,6 +178,7 @@ clear_profile(pprof_dec *d)
 	d->loc_ids.dense = d->func_ids.dense = d->map_ids.dense = false;
 	d->records_same = false;
 	d->snap.same = d->keep_records && d->snap.valid;
+	d->snap.seg_at[0] = d->snap.seg_at[1] = d->snap.seg_at[2] = 0;
 }
 
 /* ------------------------------------------------------------ index pass */
@@ -258,36 +259,37 @@ push_rec(pprof_dec *d, pprof_rec **recs, size_t *n, size_t *cap,
 	return 0;
 }
 
-/* At the first record of a kind, with the snapshot still matching: takes
- * the whole run of that kind's records if it is the snapshot's byte for
- * byte (*done set, reader moved past it). */
+/* At a record of a kind, with the snapshot still matching: takes the
+ * snapshot's segment of records that starts there if the input holds it
+ * byte for byte (*done set, reader moved past it). */
 static int
 take_run(pprof_dec *d, int kind, uint32_t at, pb_reader *r, bool *done)
 {
 	pprof_snap *s = &d->snap;
 	size_t *n = kind == 0 ? &d->nmaps : kind == 1 ? &d->nlocs : &d->nfuncs;
 	*done = false;
-	if (*n != 0 || !s->same || !s->run_ok[kind])
+	if (!s->same || s->kseg[kind] == s->kseg[kind + 1])
 		return 0;
-	size_t count = kind == 0 ? s->nmaps : kind == 1 ? s->nlocs : s->nfuncs;
 	pprof_rec **recs = kind == 0 ? &d->maps : kind == 1 ? &d->locs : &d->funcs;
 	size_t *cap = kind == 0 ? &d->maps_cap
 	              : kind == 1 ? &d->locs_cap
 	                          : &d->funcs_cap;
-	if (count + 1 > *cap) {
+	size_t need = *n + s->kmax[kind] + 1;
+	if (need > *cap) {
 		size_t c = *cap, c2 = *cap;
-		HP_TRY(heapprof__pprof_grow(d, recs, &c, count + 1,
-		                            sizeof(pprof_rec)));
+		HP_TRY(heapprof__pprof_grow(d, recs, &c, need, sizeof(pprof_rec)));
 		if (kind == 1)
-			HP_TRY(heapprof__pprof_grow(d, &d->loc_addr, &c2,
-			                            count + 1, sizeof(uint64_t)));
+			HP_TRY(heapprof__pprof_grow(d, &d->loc_addr, &c2, need,
+			                            sizeof(uint64_t)));
 		*cap = c;
 	}
-	size_t l = heapprof__pprof_snap_bulk(d, kind, at, *recs,
+	size_t before = *n;
+	size_t l = heapprof__pprof_snap_bulk(d, kind, at, *n, *recs,
 	                                     kind == 1 ? d->loc_addr : NULL);
 	if (!l)
 		return 0;
-	*n = count;
+	const pprof_seg *g = &s->segs[s->kseg[kind] + s->seg_at[kind] - 1];
+	*n = before + g->count;
 	r->p = d->buf + at + l;
 	*done = true;
 	return 0;

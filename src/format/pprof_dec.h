@@ -129,6 +129,11 @@ typedef struct pprof_idmap {
 /* Copy of the last valid profile's mapping, location and function messages
  * (keep_records; internal, see pprof_snap.c). recs[] is [maps][locs][funcs];
  * recs[i].off is into bytes. */
+typedef struct pprof_seg {
+	uint32_t first, count; /* records [first, first + count) of a kind */
+	uint32_t off, len;     /* their fields' bytes in pprof_snap.bytes */
+} pprof_seg;
+
 typedef struct pprof_snap {
 	uint8_t *bytes;
 	size_t len, cap;
@@ -136,12 +141,15 @@ typedef struct pprof_snap {
 	uint64_t *addr;
 	size_t n, rcap;
 	size_t nmaps, nlocs, nfuncs, nstrings;
-	/* Per kind (mapping, location, function): when its records were one
-	 * contiguous run of fields in the input, that run's bytes (tags and
-	 * lengths included) are bytes[run_off, run_off + run_len), so an
-	 * identical run in the next input is accepted with one compare. */
-	size_t run_off[3], run_len[3];
-	bool run_ok[3];
+	/* Runs of consecutive fields of one kind (mapping, location,
+	 * function) as they were in the input, tags and lengths included:
+	 * an identical run in the next input is accepted with one compare.
+	 * Grouped by kind (kind k: segs[kseg[k]] .. segs[kseg[k + 1] - 1]);
+	 * seg_at is the next one to try while an open indexes. */
+	pprof_seg *segs;
+	size_t nsegs, segcap;
+	size_t kseg[4], seg_at[3];
+	size_t kmax[3]; /* most records in one segment, per kind */
 	uint64_t gen; /* bumped by every save */
 	bool valid, same;
 } pprof_snap;

@@ -24,10 +24,12 @@ bool heapprof__pprof_snap_match(pprof_dec *d, int kind, size_t j,
                                 const pb_field *f, uint64_t *id,
                                 uint64_t *addr);
 int heapprof__pprof_snap_save(pprof_dec *d);
-/* If the input at offset `at` starts with the snapshot's run of `kind`
- * records byte for byte, fills recs (and addr) with all of them, offsets
- * into the input, and returns the run's length; else 0. */
-size_t heapprof__pprof_snap_bulk(pprof_dec *d, int kind, size_t at,
+/* If the input at offset `at` starts with the snapshot's segment of `kind`
+ * records that begins at record n, byte for byte, puts its records at
+ * recs[n...] (and addr[n...]), offsets into the input, and returns the
+ * segment's length in bytes; else 0. recs (and addr) must have room for
+ * n + snap.kmax[kind] records. */
+size_t heapprof__pprof_snap_bulk(pprof_dec *d, int kind, size_t at, size_t n,
                                  pprof_rec *recs, uint64_t *addr);
 void heapprof__pprof_snap_free(pprof_dec *d);
 

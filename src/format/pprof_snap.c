@@ -20,6 +20,7 @@ heapprof__pprof_snap_free(pprof_dec *d)
 	heapprof__pprof_release(d, &s->bytes, s->cap);
 	heapprof__pprof_release(d, &s->recs, s->rcap * sizeof(pprof_rec));
 	heapprof__pprof_release(d, &s->addr, s->rcap * sizeof(uint64_t));
+	heapprof__pprof_release(d, &s->segs, s->segcap * sizeof(pprof_seg));
 	uint64_t gen = s->gen;
 	memset(s, 0, sizeof(*s));
 	s->gen = gen + 1;
@@ -73,74 +74,94 @@ field_start(const pprof_dec *d, const pprof_rec *r, uint8_t tag)
 	return r->off - hdr;
 }
 
-/* True if the n records are consecutive fields with the given tag. */
-static bool
-contiguous(const pprof_dec *d, const pprof_rec *recs, size_t n, uint8_t tag)
+static int
+add_seg(pprof_dec *d, uint32_t first, uint32_t count, uint32_t off,
+        uint32_t len)
 {
-	if (n == 0 || field_start(d, &recs[0], tag) == 0)
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (field_start(d, &recs[i], tag) !=
-		    (size_t)recs[i - 1].off + recs[i - 1].len)
-			return false;
-	return true;
+	pprof_snap *s = &d->snap;
+	HP_TRY(heapprof__pprof_grow(d, &s->segs, &s->segcap, s->nsegs + 1,
+	                            sizeof(pprof_seg)));
+	pprof_seg *g = &s->segs[s->nsegs++];
+	g->first = first;
+	g->count = count;
+	g->off = off;
+	g->len = len;
+	return 0;
 }
 
+/* Copies one kind's records: each maximal run of consecutive fields as it
+ * was in the input (a segment), a record whose field cannot be framed
+ * (unusual length encoding) as its payload only. */
 static int
 save_kind(pprof_dec *d, const pprof_rec *recs, size_t n, int kind,
           size_t *at)
 {
 	pprof_snap *s = &d->snap;
 	static const uint8_t tags[3] = {0x1a, 0x22, 0x2a};
-	bool run = contiguous(d, recs, n, tags[kind]);
-	size_t start = run ? field_start(d, &recs[0], tags[kind]) : 0;
-	s->run_ok[kind] = run;
-	s->run_off[kind] = s->len;
-	s->run_len[kind] = 0;
-	if (run) {
-		size_t l = (size_t)recs[n - 1].off + recs[n - 1].len - start;
-		memcpy(s->bytes + s->len, d->buf + start, l);
-		s->run_len[kind] = l;
-	}
-	for (size_t i = 0; i < n; i++) {
-		pprof_rec *r = &s->recs[*at];
-		r->id = recs[i].id;
-		r->len = recs[i].len;
-		s->addr[*at] = kind == 1 ? d->loc_addr[i] : 0;
-		if (run) {
-			r->off = (uint32_t)(s->run_off[kind] + recs[i].off - start);
+	s->kseg[kind] = s->nsegs;
+	s->kmax[kind] = 0;
+	size_t i = 0;
+	while (i < n) {
+		size_t start = field_start(d, &recs[i], tags[kind]);
+		size_t j = i + 1;
+		if (start) {
+			while (j < n && field_start(d, &recs[j], tags[kind]) ==
+			                        (size_t)recs[j - 1].off + recs[j - 1].len)
+				j++;
+			size_t l = (size_t)recs[j - 1].off + recs[j - 1].len - start;
+			HP_TRY(add_seg(d, (uint32_t)i, (uint32_t)(j - i),
+			               (uint32_t)s->len, (uint32_t)l));
+			if (j - i > s->kmax[kind])
+				s->kmax[kind] = j - i;
+			memcpy(s->bytes + s->len, d->buf + start, l);
 		} else {
-			r->off = (uint32_t)s->len;
 			memcpy(s->bytes + s->len, d->buf + recs[i].off,
 			       recs[i].len);
-			s->len += recs[i].len;
 		}
-		(*at)++;
+		for (size_t k = i; k < j; k++) {
+			pprof_rec *r = &s->recs[*at + k];
+			r->id = recs[k].id;
+			r->len = recs[k].len;
+			r->off = (uint32_t)(s->len + (start ? recs[k].off - start : 0));
+			s->addr[*at + k] = kind == 1 ? d->loc_addr[k] : 0;
+		}
+		s->len += start ? (size_t)recs[j - 1].off + recs[j - 1].len - start
+		                : recs[i].len;
+		i = j;
 	}
-	s->len += s->run_len[kind];
+	*at += n;
+	s->kseg[kind + 1] = s->nsegs;
 	return 0;
 }
 
 size_t
-heapprof__pprof_snap_bulk(pprof_dec *d, int kind, size_t at, pprof_rec *recs,
-                          uint64_t *addr)
+heapprof__pprof_snap_bulk(pprof_dec *d, int kind, size_t at, size_t n,
+                          pprof_rec *recs, uint64_t *addr)
 {
-	const pprof_snap *s = &d->snap;
-	size_t l = s->run_len[kind];
-	if (!s->run_ok[kind] || l > d->len - at ||
-	    memcmp(d->buf + at, s->bytes + s->run_off[kind], l) != 0)
+	pprof_snap *s = &d->snap;
+	size_t g = s->kseg[kind] + s->seg_at[kind];
+	while (g < s->kseg[kind + 1] && s->segs[g].first < n) {
+		g++;
+		s->seg_at[kind]++;
+	}
+	if (g >= s->kseg[kind + 1] || s->segs[g].first != n)
 		return 0;
+	const pprof_seg *sg = &s->segs[g];
+	if (sg->len > d->len - at ||
+	    memcmp(d->buf + at, s->bytes + sg->off, sg->len) != 0)
+		return 0;
+	s->seg_at[kind]++;
 	size_t base = kind == 0 ? 0 : kind == 1 ? s->nmaps : s->nmaps + s->nlocs;
-	size_t count = kind == 0 ? s->nmaps : kind == 1 ? s->nlocs : s->nfuncs;
-	uint32_t shift = (uint32_t)at - (uint32_t)s->run_off[kind];
-	for (size_t i = 0; i < count; i++) {
-		recs[i].id = s->recs[base + i].id;
-		recs[i].len = s->recs[base + i].len;
-		recs[i].off = s->recs[base + i].off + shift;
+	base += n;
+	uint32_t shift = (uint32_t)at - sg->off;
+	for (size_t i = 0; i < sg->count; i++) {
+		recs[n + i].id = s->recs[base + i].id;
+		recs[n + i].len = s->recs[base + i].len;
+		recs[n + i].off = s->recs[base + i].off + shift;
 	}
 	if (addr)
-		memcpy(addr, s->addr + base, count * sizeof(uint64_t));
-	return l;
+		memcpy(addr + n, s->addr + base, sg->count * sizeof(uint64_t));
+	return sg->len;
 }
 
 int
@@ -169,9 +190,10 @@ heapprof__pprof_snap_save(pprof_dec *d)
 	HP_TRY(heapprof__pprof_grow(d, &s->bytes, &s->cap, bytes + 1, 1));
 	size_t at = 0;
 	s->len = 0;
-	save_kind(d, d->maps, d->nmaps, 0, &at);
-	save_kind(d, d->locs, d->nlocs, 1, &at);
-	save_kind(d, d->funcs, d->nfuncs, 2, &at);
+	s->nsegs = 0;
+	HP_TRY(save_kind(d, d->maps, d->nmaps, 0, &at));
+	HP_TRY(save_kind(d, d->locs, d->nlocs, 1, &at));
+	HP_TRY(save_kind(d, d->funcs, d->nfuncs, 2, &at));
 	s->n = n;
 	s->nmaps = d->nmaps;
 	s->nlocs = d->nlocs;
