@@ -141,32 +141,47 @@ int heapprof__delta_slow_sample(heapprof_delta *d, uint32_t off, uint32_t len);
  * keys confirmed by their bytes, misses through the slow path. */
 int heapprof__delta_raw_pass(heapprof_delta *d);
 
+/* Room for one more item and its accumulator. */
+HP_INLINE int
+heapprof__delta_item_room(heapprof_delta *d)
+{
+	size_t nt = d->dec.ntypes;
+	if (HP_UNLIKELY(d->nitems >= d->items_cap))
+		HP_TRY(heapprof__delta_grow(d, &d->items, &d->items_cap,
+		                            d->nitems + 1, sizeof(delta_item)));
+	if (HP_UNLIKELY((d->nitems + 1) * nt > d->acc_cap))
+		HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
+		                            (d->nitems + 1) * nt, 8));
+	return 0;
+}
+
+/* Makes key kid's item, first seen at (off, len), the next one; its
+ * accumulator row must be filled (item_room first). */
+HP_INLINE void
+heapprof__delta_item_new(heapprof_delta *d, uint32_t kid, uint32_t off,
+                         uint32_t len)
+{
+	d->kgen[kid] = d->gen;
+	d->kpos[kid] = (uint32_t)d->nitems;
+	delta_item *item = &d->items[d->nitems++];
+	item->kid = kid;
+	item->off = off;
+	item->len = len;
+}
+
 /* Adds one sample's values to its key's item (first occurrence: new item). */
 HP_INLINE int
-heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off, uint32_t len,
-           const int64_t *values)
+heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
+                           uint32_t len, const int64_t *values)
 {
 	size_t nt = d->dec.ntypes;
 	uint64_t *acc;
 	if (d->kgen[kid] != d->gen) {
-		if (HP_UNLIKELY(d->nitems >= d->items_cap)) {
-			HP_TRY(heapprof__delta_grow(d, &d->items, &d->items_cap,
-			                            d->nitems + 1,
-			                            sizeof(delta_item)));
-		}
-		if (HP_UNLIKELY((d->nitems + 1) * nt > d->acc_cap)) {
-			HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
-			                            (d->nitems + 1) * nt, 8));
-		}
-		d->kgen[kid] = d->gen;
-		d->kpos[kid] = (uint32_t)d->nitems;
-		delta_item *item = &d->items[d->nitems++];
-		item->kid = kid;
-		item->off = off;
-		item->len = len;
-		acc = d->acc + (size_t)d->kpos[kid] * nt;
+		HP_TRY(heapprof__delta_item_room(d));
+		acc = d->acc + d->nitems * nt;
 		for (size_t t = 0; t < nt; t++)
 			acc[t] = (uint64_t)values[t];
+		heapprof__delta_item_new(d, kid, off, len);
 	} else {
 		acc = d->acc + (size_t)d->kpos[kid] * nt;
 		for (size_t t = 0; t < nt; t++)

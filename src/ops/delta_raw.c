@@ -187,11 +187,11 @@ same(const uint8_t *a, const uint8_t *b, size_t n)
 }
 
 /* True if the sample body is key c's recorded bytes around a values field
- * (tag 0x12 at offset la) holding exactly ntypes varints, put in vals. The
- * body then parses exactly as the recorded sample did, values aside. */
+ * (tag 0x12 at offset la); [*vs, *ve) is then that field's payload. The
+ * body parses exactly as the recorded sample did, values aside. */
 HP_INLINE bool
 try_key(const heapprof_delta *d, uint32_t c, const uint8_t *body,
-        size_t len, int64_t *vals)
+        size_t len, const uint8_t **vs, const uint8_t **ve)
 {
 	if (c >= d->keys.n)
 		return false;
@@ -205,20 +205,31 @@ try_key(const heapprof_delta *d, uint32_t c, const uint8_t *body,
 	if (rd_varint(&q, hard, &vlen) < 0 || q > e ||
 	    vlen > (uint64_t)(e - q))
 		return false;
-	const uint8_t *ve = q + vlen;
-	size_t lb = (size_t)(e - ve);
+	size_t lb = (size_t)(e - q - vlen);
 	const uint8_t *rb = d->raw + r->off;
 	if (lb != (size_t)r->len - la || !same(rb, body, la) ||
-	    !same(rb + la, ve, lb))
+	    !same(rb + la, q + vlen, lb))
 		return false;
-	size_t nt = d->dec.ntypes, n = 0;
-	while (q < ve) {
+	*vs = q;
+	*ve = q + vlen;
+	return true;
+}
+
+/* Decodes exactly nt varints from [q, ve) into out; false otherwise. */
+HP_INLINE bool
+values_at(const uint8_t *q, const uint8_t *ve, const uint8_t *hard,
+          size_t nt, uint64_t *out)
+{
+	size_t n = 0;
+	while (q < ve && n < nt) {
 		uint64_t v;
-		if (n == nt || rd_varint(&q, hard, &v) < 0 || q > ve)
+		if (HP_LIKELY(*q < 0x80))
+			v = *q++;
+		else if (rd_varint(&q, hard, &v) < 0)
 			return false;
-		vals[n++] = (int64_t)v;
+		out[n++] = v;
 	}
-	return n == nt;
+	return q == ve && n == nt;
 }
 
 int
@@ -227,7 +238,9 @@ heapprof__delta_raw_pass(heapprof_delta *d)
 	pprof_dec *dec = &d->dec;
 	const uint8_t *base = dec->buf;
 	const uint8_t *p = base + dec->first_sample, *end = base + dec->end_sample;
-	int64_t vals[DELTA_RAW_MAXT];
+	const uint8_t *hard = dec->buf + dec->len;
+	size_t nt = dec->ntypes;
+	uint64_t vals[DELTA_RAW_MAXT];
 	while (p < end) {
 		const uint8_t *body;
 		size_t blen;
@@ -258,18 +271,32 @@ heapprof__delta_raw_pass(heapprof_delta *d)
 		 * next key id. */
 		uint32_t c = d->klast == DELTA_NONE ? d->khead
 		                                    : d->kraw[d->klast].next;
-		if (!try_key(d, c, body, blen, vals)) {
+		const uint8_t *vs, *ve;
+		if (!try_key(d, c, body, blen, &vs, &ve)) {
 			c = d->klast == DELTA_NONE ? 0 : d->klast + 1;
-			if (!try_key(d, c, body, blen, vals)) {
-				HP_TRY(heapprof__delta_slow_sample(
-					d, off, (uint32_t)blen));
-				continue;
-			}
+			if (!try_key(d, c, body, blen, &vs, &ve))
+				goto slow;
+		}
+		if (HP_LIKELY(d->kgen[c] != d->gen)) {
+			/* First time this call: values straight into a new
+			 * item's accumulator. */
+			HP_TRY(heapprof__delta_item_room(d));
+			uint64_t *acc = d->acc + d->nitems * nt;
+			if (!values_at(vs, ve, hard, nt, acc))
+				goto slow; /* the decoder says what is wrong */
+			heapprof__delta_item_new(d, c, off, (uint32_t)blen);
+		} else {
+			if (!values_at(vs, ve, hard, nt, vals))
+				goto slow;
+			uint64_t *acc = d->acc + (size_t)d->kpos[c] * nt;
+			for (size_t t = 0; t < nt; t++)
+				acc[t] += vals[t];
 		}
 		d->raw_hits++;
 		heapprof__delta_raw_link(d, c);
-		HP_TRY(heapprof__delta_add_values(d, c, off, (uint32_t)blen,
-		                                  vals));
+		continue;
+	slow:
+		HP_TRY(heapprof__delta_slow_sample(d, off, (uint32_t)blen));
 	}
 	return 0;
 }
