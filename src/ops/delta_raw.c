@@ -120,8 +120,10 @@ heapprof__delta_raw_prepare(heapprof_delta *d)
 }
 
 /* Splits a sample body around its one packed values field (tag 0x12):
- * identity = [body, vs) + [ve, end). Only the one-byte tags every pprof
- * writer uses; anything else returns -1 (slow path). */
+ * identity = [body, vs) + [ve, end). Only the one-byte tags pprof writers
+ * use (packed ids, values and labels, and single unpacked ids, which Go's
+ * runtime writes for stacks of one or two frames); anything else returns
+ * -1 (slow path). */
 HP_INLINE int
 split(const uint8_t *body, size_t len, const uint8_t *hard,
       const uint8_t **vs, const uint8_t **ve, const uint8_t **vd)
@@ -130,10 +132,16 @@ split(const uint8_t *body, size_t len, const uint8_t *hard,
 	*vs = NULL;
 	while (p < e) {
 		uint8_t tag = *p;
-		if (tag != 0x0a && tag != 0x12 && tag != 0x1a)
-			return -1;
 		const uint8_t *q = p + 1;
 		uint64_t n;
+		if (tag == 0x08) {
+			if (rd_varint(&q, hard, &n) < 0 || q > e)
+				return -1;
+			p = q;
+			continue;
+		}
+		if (tag != 0x0a && tag != 0x12 && tag != 0x1a)
+			return -1;
 		if (rd_varint(&q, hard, &n) < 0 || q > e ||
 		    n > (uint64_t)(e - q))
 			return -1;

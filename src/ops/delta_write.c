@@ -203,8 +203,10 @@ fast_label(heapprof_delta *d, const uint8_t *q, const uint8_t *fe,
 	return n + 2;
 }
 
-/* Most labels per sample the fast path re-encodes on the stack. */
+/* Most labels and unpacked ids per sample the fast path re-encodes on the
+ * stack. */
 #define FAST_MAXLAB 8
+#define FAST_MAXUNP 8
 
 int
 heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
@@ -215,12 +217,28 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 	const uint8_t *hard = dec->buf + dec->len;
 	const uint8_t *ids = NULL; /* the one packed ids field */
 	size_t ids_len = 0, nids_fields = 0, lab_len = 0, nlab = 0;
-	uint8_t lab[FAST_MAXLAB * 46];
+	size_t nunp = 0, unp_len = 0;
+	uint8_t lab[FAST_MAXLAB * 46], unp[FAST_MAXUNP * 10];
 	bool minimal = true;
 	while (p < e) {
 		uint8_t tag = *p;
 		const uint8_t *q = p + 1;
 		uint64_t n;
+		if (tag == 0x08) {
+			/* One unpacked id (Go's runtime writes stacks of one
+			 * or two frames so): re-encoded packed below. */
+			if (nunp == FAST_MAXUNP || rd_varint(&q, hard, &n) < 0 ||
+			    q > e)
+				return 0;
+			long li = idmap_find(&dec->loc_ids, dec->locs, n);
+			if (li < 0)
+				return 0;
+			d->loc_used[li] = 1;
+			unp_len += heapprof__pb_put_varint_fast(unp + unp_len, n);
+			nunp++;
+			p = q;
+			continue;
+		}
 		if ((tag != 0x0a && tag != 0x12 && tag != 0x1a) ||
 		    rd_varint(&q, hard, &n) < 0 || q > e ||
 		    n > (uint64_t)(e - q))
@@ -258,9 +276,14 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 		}
 		p = fe;
 	}
-	/* Anything but one minimal packed run of ids: the decoder's path. */
-	if (nids_fields > 1 || !minimal)
+	/* Anything but one minimal packed run of ids, or only unpacked ones:
+	 * the decoder's path. */
+	if (nids_fields > 1 || !minimal || (nids_fields && nunp))
 		return 0;
+	if (nunp) {
+		ids = unp;
+		ids_len = unp_len;
+	}
 	size_t nt = dec->ntypes;
 	uint8_t vb[DELTA_RAW_MAXT * 10];
 	size_t vlen = 0;
