@@ -141,6 +141,7 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->acc, d->acc_cap * 8);
 	heapprof__delta_release(d, &d->slot, d->slot_cap * 4);
 	heapprof__delta_release(d, &d->outv, d->outv_cap * 8);
+	heapprof__delta_release(d, &d->sub, d->sub_cap * 4);
 	heapprof__delta_release(d, &d->str_map, d->str_map_cap * 4);
 	heapprof__delta_release(d, &d->out_strs, d->out_strs_cap * 4);
 	heapprof__delta_release(d, &d->loc_used, d->loc_used_cap);
@@ -402,25 +403,40 @@ aggregate(heapprof_delta *d)
 	return rc == 1 ? 0 : rc;
 }
 
+/* The subtracted types of this profile: input type index and name slot. */
+static size_t
+subtracted(const heapprof_delta *d, uint32_t *ti, uint32_t *si)
+{
+	size_t n = 0;
+	for (size_t t = 0; t < d->dec.ntypes; t++)
+		if (d->slot[t] >= 0) {
+			ti[n] = (uint32_t)t;
+			si[n++] = (uint32_t)d->slot[t];
+		}
+	return n;
+}
+
 /* Pass B: subtract, drop all-zero, write. Does not touch prev. */
 static int
 emit(heapprof_delta *d)
 {
 	pprof_dec *dec = &d->dec;
 	size_t nt = dec->ntypes, nn = d->nnames;
+	uint32_t *ti = d->sub, *si = d->sub + nt;
+	size_t ns = subtracted(d, ti, si);
+	uint64_t *outv = (uint64_t *)d->outv;
 	pprof_sample s;
 	for (size_t i = 0; i < d->nitems; i++) {
 		const delta_item *item = &d->items[i];
 		const uint64_t *acc = d->acc + i * nt;
 		const int64_t *prev = d->prev + (size_t)item->kid * nn;
-		bool nz = false;
-		for (size_t t = 0; t < nt; t++) {
-			uint64_t v = acc[t];
-			if (d->slot[t] >= 0)
-				v -= (uint64_t)prev[d->slot[t]];
-			d->outv[t] = (int64_t)v;
-			nz |= v != 0;
-		}
+		uint64_t nz = 0;
+		for (size_t t = 0; t < nt; t++)
+			outv[t] = acc[t];
+		for (size_t j = 0; j < ns; j++)
+			outv[ti[j]] -= (uint64_t)prev[si[j]];
+		for (size_t t = 0; t < nt; t++)
+			nz |= outv[t];
 		if (!nz)
 			continue;
 		int rc = heapprof__delta_out_fast(d, item->off, item->len,
@@ -441,12 +457,13 @@ static void
 commit(heapprof_delta *d)
 {
 	size_t nt = d->dec.ntypes, nn = d->nnames;
+	uint32_t *ti = d->sub, *si = d->sub + nt;
+	size_t ns = subtracted(d, ti, si);
 	for (size_t i = 0; i < d->nitems; i++) {
 		const uint64_t *acc = d->acc + i * nt;
 		int64_t *prev = d->prev + (size_t)d->items[i].kid * nn;
-		for (size_t t = 0; t < nt; t++)
-			if (d->slot[t] >= 0)
-				prev[d->slot[t]] = (int64_t)acc[t];
+		for (size_t j = 0; j < ns; j++)
+			prev[si[j]] = (int64_t)acc[ti[j]];
 	}
 }
 
@@ -535,6 +552,8 @@ static int
 maybe_evict(heapprof_delta *d)
 {
 	size_t dead = 0;
+	if (d->nitems == d->keys.n)
+		return 0; /* every key was in this profile */
 	for (size_t k = 0; k < d->keys.n; k++)
 		dead += d->gen - d->kgen[k] > d->max_age;
 	/* Rebuild once a quarter of the keys are dead: memory stays within
@@ -552,6 +571,7 @@ prepare(heapprof_delta *d)
 	size_t nt = dec->ntypes;
 	HP_TRY(heapprof__delta_grow(d, &d->slot, &d->slot_cap, nt + 1, 4));
 	HP_TRY(heapprof__delta_grow(d, &d->outv, &d->outv_cap, nt + 1, 8));
+	HP_TRY(heapprof__delta_grow(d, &d->sub, &d->sub_cap, 2 * nt + 1, 4));
 	for (size_t t = 0; t < nt; t++) {
 		d->slot[t] = -1;
 		for (size_t k = 0; k < d->nnames; k++)

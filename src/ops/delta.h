@@ -90,6 +90,8 @@ struct heapprof_delta {
 	size_t slot_cap;
 	int64_t *outv;
 	size_t outv_cap;
+	uint32_t *sub; /* subtracted types: input indexes, then name slots */
+	size_t sub_cap;
 	uint32_t *str_map; /* input string index -> output index (0: none) */
 	size_t str_map_cap;
 	uint32_t *out_strs; /* output string i = input string out_strs[i] */
