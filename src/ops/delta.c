@@ -142,6 +142,7 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->slot, d->slot_cap * 4);
 	heapprof__delta_release(d, &d->outv, d->outv_cap * 8);
 	heapprof__delta_release(d, &d->sub, d->sub_cap * 4);
+	heapprof__delta_release(d, &d->last_slot, d->last_slot_cap * 4);
 	heapprof__delta_release(d, &d->str_map, d->str_map_cap * 4);
 	heapprof__delta_release(d, &d->out_strs, d->out_strs_cap * 4);
 	heapprof__delta_release(d, &d->loc_used, d->loc_used_cap);
@@ -364,6 +365,7 @@ key_of(heapprof_delta *d, const pprof_sample *s, uint32_t *kidp)
 		d->kgen[kid] = d->gen - 1;
 		d->kraw[kid].len = DELTA_RAW_NONE;
 		d->kraw[kid].next = DELTA_NONE;
+		d->kraw[kid].flags = 0;
 	}
 	*kidp = kid;
 	return 0;
@@ -377,7 +379,7 @@ heapprof__delta_slow_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	HP_TRY(heapprof__pprof_sample_at(&d->dec, off, len, &s));
 	HP_TRY(key_of(d, &s, &kid));
 	if (d->raw_ok)
-		HP_TRY(heapprof__delta_raw_record(d, kid, off, len));
+		HP_TRY(heapprof__delta_raw_record(d, kid, off, len, s.values));
 	heapprof__delta_raw_link(d, kid);
 	return heapprof__delta_add_values(d, kid, off, len, s.values);
 }
@@ -428,24 +430,35 @@ emit(heapprof_delta *d)
 	pprof_sample s;
 	for (size_t i = 0; i < d->nitems; i++) {
 		const delta_item *item = &d->items[i];
-		const uint64_t *acc = d->acc + i * nt;
-		const int64_t *prev = d->prev + (size_t)item->kid * nn;
+		uint32_t len = item->len & ~DELTA_ITEM_SAME;
 		uint64_t nz = 0;
-		for (size_t t = 0; t < nt; t++)
-			outv[t] = acc[t];
-		for (size_t j = 0; j < ns; j++)
-			outv[ti[j]] -= (uint64_t)prev[si[j]];
+		if (item->len & DELTA_ITEM_SAME) {
+			/* Values as last time: subtracted types 0, the others
+			 * as they are. */
+			if (d->kraw[item->kid].flags & DELTA_KRAW_NZ0)
+				continue;
+			HP_TRY(heapprof__delta_values_of(d, item->off, len,
+			                                 outv));
+			for (size_t j = 0; j < ns; j++)
+				outv[ti[j]] = 0;
+		} else {
+			const uint64_t *acc = d->acc + i * nt;
+			const int64_t *prev = d->prev + (size_t)item->kid * nn;
+			for (size_t t = 0; t < nt; t++)
+				outv[t] = acc[t];
+			for (size_t j = 0; j < ns; j++)
+				outv[ti[j]] -= (uint64_t)prev[si[j]];
+		}
 		for (size_t t = 0; t < nt; t++)
 			nz |= outv[t];
 		if (!nz)
 			continue;
-		int rc = heapprof__delta_out_fast(d, item->off, item->len,
-		                                  d->outv);
+		int rc = heapprof__delta_out_fast(d, item->off, len, d->outv);
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {
-			HP_TRY(heapprof__pprof_sample_at(dec, item->off,
-			                                 item->len, &s));
+			HP_TRY(heapprof__pprof_sample_at(dec, item->off, len,
+			                                 &s));
 			HP_TRY(heapprof__delta_out_sample(d, &s, d->outv));
 		}
 		d->last_out++;
@@ -460,6 +473,8 @@ commit(heapprof_delta *d)
 	uint32_t *ti = d->sub, *si = d->sub + nt;
 	size_t ns = subtracted(d, ti, si);
 	for (size_t i = 0; i < d->nitems; i++) {
+		if (d->items[i].len & DELTA_ITEM_SAME)
+			continue; /* values as committed last time */
 		const uint64_t *acc = d->acc + i * nt;
 		int64_t *prev = d->prev + (size_t)d->items[i].kid * nn;
 		for (size_t j = 0; j < ns; j++)
@@ -585,6 +600,11 @@ prepare(heapprof_delta *d)
 			if (d->slot[u] == d->slot[t])
 				d->slot[t] = -1;
 	}
+	/* Stored values stand for committed ones only under the same type
+	 * layout. */
+	if (nt != d->last_nt ||
+	    (nt && memcmp(d->slot, d->last_slot, nt * sizeof(int32_t)) != 0))
+		heapprof__delta_raw_novals(d);
 	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
 	                            dec->nlocs + 1, 4));
 	memset(d->loc_frame, 0xff, dec->nlocs * 4);
@@ -614,9 +634,18 @@ heapprof_delta_compute(heapprof_delta *d, const void *profile, size_t len,
 			dur = t - d->prev_time;
 		rc = heapprof__delta_out_finish(d, flags, t, dur);
 	}
-	if (rc < 0)
+	if (rc == 0)
+		rc = heapprof__delta_grow(d, &d->last_slot, &d->last_slot_cap,
+		                          d->dec.ntypes + 1, 4);
+	if (rc < 0) {
+		/* Stored values may be this failed call's, not committed. */
+		heapprof__delta_raw_novals(d);
+		d->last_nt = SIZE_MAX;
 		return rc;
+	}
 	commit(d);
+	memcpy(d->last_slot, d->slot, d->dec.ntypes * sizeof(int32_t));
+	d->last_nt = d->dec.ntypes;
 	d->prev_time = d->dec.time_nanos;
 	d->have_prev = true;
 	d->calls++;

@@ -24,13 +24,25 @@ typedef struct delta_item {
 
 /* Per key: its raw identity bytes in the raw arena (the sample's bytes
  * before its values field, `la` of them, then those after; len
- * DELTA_RAW_NONE: none) and the key that followed it in the last call
- * (delta_raw.c). */
+ * DELTA_RAW_NONE: none), then room for vcap bytes holding its values field
+ * as it was (vl bytes; valid with DELTA_KRAW_VALS), and the key that
+ * followed it in the last call (delta_raw.c). */
 typedef struct delta_kraw {
 	uint32_t off;
 	uint16_t len, la;
 	uint32_t next;
+	uint8_t vl, vcap, flags, pad_;
 } delta_kraw;
+
+/* kraw flags. VALS: the stored values field is this key's sample in the
+ * last successful call (one sample, so equal to its committed values).
+ * NZ0: those values are zero for every type not subtracted. */
+#define DELTA_KRAW_VALS 1
+#define DELTA_KRAW_NZ0 2
+
+/* delta_item.len flag: the sample's values field is byte for byte the
+ * last call's (deltas of subtracted types 0; no accumulator row). */
+#define DELTA_ITEM_SAME 0x80000000u
 
 #define DELTA_RAW_NONE UINT16_MAX
 
@@ -92,6 +104,8 @@ struct heapprof_delta {
 	size_t outv_cap;
 	uint32_t *sub; /* subtracted types: input indexes, then name slots */
 	size_t sub_cap;
+	int32_t *last_slot; /* the last successful call's slot[] (VALS) */
+	size_t last_nt, last_slot_cap;
 	uint32_t *str_map; /* input string index -> output index (0: none) */
 	size_t str_map_cap;
 	uint32_t *out_strs; /* output string i = input string out_strs[i] */
@@ -122,7 +136,10 @@ void heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes);
  * in call order for the next prediction. */
 int heapprof__delta_raw_prepare(heapprof_delta *d);
 int heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
-                               uint32_t len);
+                               uint32_t len, const int64_t *values);
+/* The values of the validated sample at (off, len), nt of them. */
+int heapprof__delta_values_of(const heapprof_delta *d, uint32_t off,
+                              uint32_t len, uint64_t *out);
 void heapprof__delta_raw_invalidate(heapprof_delta *d);
 void heapprof__delta_raw_free(heapprof_delta *d);
 
@@ -171,6 +188,22 @@ heapprof__delta_item_new(heapprof_delta *d, uint32_t kid, uint32_t off,
 	item->len = len;
 }
 
+/* A second sample of key kid in this call: its stored values no longer
+ * stand for its committed ones, and an unchanged item gets its
+ * accumulator row (delta_raw.c). */
+int heapprof__delta_unsame(heapprof_delta *d, uint32_t kid);
+/* Clears every key's VALS flag (a failed call, a new type layout). */
+void heapprof__delta_raw_novals(heapprof_delta *d);
+/* True if the values of types not subtracted are all zero in row v. */
+HP_INLINE bool
+heapprof__delta_nonsub_zero(const heapprof_delta *d, const uint64_t *v)
+{
+	for (size_t t = 0; t < d->dec.ntypes; t++)
+		if (d->slot[t] < 0 && v[t] != 0)
+			return false;
+	return true;
+}
+
 /* Adds one sample's values to its key's item (first occurrence: new item). */
 HP_INLINE int
 heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
@@ -185,6 +218,7 @@ heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
 			acc[t] = (uint64_t)values[t];
 		heapprof__delta_item_new(d, kid, off, len);
 	} else {
+		HP_TRY(heapprof__delta_unsame(d, kid));
 		acc = d->acc + (size_t)d->kpos[kid] * nt;
 		for (size_t t = 0; t < nt; t++)
 			acc[t] += (uint64_t)values[t];

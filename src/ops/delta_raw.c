@@ -24,6 +24,7 @@ heapprof__delta_raw_invalidate(heapprof_delta *d)
 	for (size_t k = 0; k < d->keys.n; k++) {
 		d->kraw[k].len = DELTA_RAW_NONE;
 		d->kraw[k].next = DELTA_NONE;
+		d->kraw[k].flags = 0;
 	}
 	d->raw_len = 0;
 	d->raw_garbage = 0;
@@ -285,17 +286,37 @@ heapprof__delta_raw_pass(heapprof_delta *d)
 			if (!try_key(d, c, body, blen, &vs, &ve))
 				goto slow;
 		}
+		delta_kraw *r = &d->kraw[c];
+		size_t vl = (size_t)(ve - vs);
 		if (HP_LIKELY(d->kgen[c] != d->gen)) {
-			/* First time this call: values straight into a new
-			 * item's accumulator. */
 			HP_TRY(heapprof__delta_item_room(d));
-			uint64_t *acc = d->acc + d->nitems * nt;
-			if (!values_at(vs, ve, hard, nt, acc))
-				goto slow; /* the decoder says what is wrong */
-			heapprof__delta_item_new(d, c, off, (uint32_t)blen);
+			if ((r->flags & DELTA_KRAW_VALS) && vl == r->vl &&
+			    same(d->raw + r->off + r->len, vs, vl)) {
+				/* Values as in the last call: no decoding, no
+				 * accumulator; emit and commit know. */
+				heapprof__delta_item_new(
+					d, c, off, (uint32_t)blen | DELTA_ITEM_SAME);
+			} else {
+				/* First time this call: values straight into a
+				 * new item's accumulator, and kept. */
+				uint64_t *acc = d->acc + d->nitems * nt;
+				if (!values_at(vs, ve, hard, nt, acc))
+					goto slow; /* the decoder says why */
+				heapprof__delta_item_new(d, c, off, (uint32_t)blen);
+				r->flags = 0;
+				if (vl <= r->vcap) {
+					memcpy(d->raw + r->off + r->len, vs, vl);
+					r->vl = (uint8_t)vl;
+					r->flags = DELTA_KRAW_VALS |
+					           (heapprof__delta_nonsub_zero(d, acc)
+					                    ? DELTA_KRAW_NZ0
+					                    : 0);
+				}
+			}
 		} else {
 			if (!values_at(vs, ve, hard, nt, vals))
 				goto slow;
+			HP_TRY(heapprof__delta_unsame(d, c));
 			uint64_t *acc = d->acc + (size_t)d->kpos[c] * nt;
 			for (size_t t = 0; t < nt; t++)
 				acc[t] += vals[t];
@@ -311,23 +332,26 @@ heapprof__delta_raw_pass(heapprof_delta *d)
 
 int
 heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
-                           uint32_t len)
+                           uint32_t len, const int64_t *values)
 {
 	const uint8_t *body = d->dec.buf + off, *hard = d->dec.buf + d->dec.len;
 	const uint8_t *vs = NULL, *ve = NULL, *vd = NULL;
 	if (split(body, len, hard, &vs, &ve, &vd) < 0)
 		return 0;
 	size_t la = (size_t)(vs - body), lb = (size_t)(body + len - ve);
-	size_t n = la + lb;
+	size_t n = la + lb, vl = (size_t)(ve - vd);
+	/* Room for the values field to grow a little in place. */
+	size_t vcap = vl <= 249 ? vl + 6 : 0;
 	delta_kraw *r = &d->kraw[kid];
 	if (n >= DELTA_RAW_NONE)
 		return 0; /* not cached */
-	if (r->len != DELTA_RAW_NONE && r->len >= n) {
+	size_t have = r->len == DELTA_RAW_NONE ? 0 : (size_t)r->len + r->vcap;
+	if (have && have >= n + vcap) {
 		/* Fits where the old bytes were. */
-		d->raw_garbage += r->len - n;
+		vcap = have - n > 255 ? 255 : have - n;
+		d->raw_garbage += have - n - vcap;
 	} else {
-		if (r->len != DELTA_RAW_NONE)
-			d->raw_garbage += r->len;
+		d->raw_garbage += have;
 		if (d->raw_garbage > 65536 && d->raw_garbage * 2 > d->raw_len) {
 			/* Mostly dead bytes: start over (keeps capacity). */
 			uint32_t head = d->khead;
@@ -335,16 +359,60 @@ heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
 			d->khead = head;
 			d->have_dict = true;
 		}
-		if (d->raw_len + n > UINT32_MAX)
+		if (d->raw_len + n + vcap > UINT32_MAX)
 			return 0;
 		HP_TRY(heapprof__delta_grow(d, &d->raw, &d->raw_cap,
-		                            d->raw_len + n + 1, 1));
+		                            d->raw_len + n + vcap + 1, 1));
 		r->off = (uint32_t)d->raw_len;
-		d->raw_len += n;
+		d->raw_len += n + vcap;
 	}
 	memcpy(d->raw + r->off, body, la);
 	memcpy(d->raw + r->off + la, ve, lb);
 	r->len = (uint16_t)n;
 	r->la = (uint16_t)la;
+	r->vcap = (uint8_t)vcap;
+	r->flags = 0;
+	/* A second sample of the key this call: no single stored values. */
+	if (vl <= vcap && d->kgen[kid] != d->gen) {
+		bool z = true;
+		for (size_t t = 0; t < d->dec.ntypes; t++)
+			z &= d->slot[t] >= 0 || values[t] == 0;
+		memcpy(d->raw + r->off + n, vd, vl);
+		r->vl = (uint8_t)vl;
+		r->flags = DELTA_KRAW_VALS | (z ? DELTA_KRAW_NZ0 : 0);
+	}
 	return 0;
+}
+
+void
+heapprof__delta_raw_novals(heapprof_delta *d)
+{
+	for (size_t k = 0; k < d->keys.n; k++)
+		d->kraw[k].flags = 0;
+}
+
+/* The values of the sample at (off, len) into out (nt of them). */
+int
+heapprof__delta_values_of(const heapprof_delta *d, uint32_t off, uint32_t len,
+                          uint64_t *out)
+{
+	const uint8_t *body = d->dec.buf + off, *hard = d->dec.buf + d->dec.len;
+	const uint8_t *vs = NULL, *ve = NULL, *vd = NULL;
+	if (split(body, len, hard, &vs, &ve, &vd) < 0 ||
+	    !values_at(vd, ve, hard, d->dec.ntypes, out))
+		return HEAPPROF_EVALUES; /* cannot happen: it matched */
+	return 0;
+}
+
+int
+heapprof__delta_unsame(heapprof_delta *d, uint32_t kid)
+{
+	d->kraw[kid].flags = 0;
+	delta_item *it = &d->items[d->kpos[kid]];
+	if (!(it->len & DELTA_ITEM_SAME))
+		return 0;
+	it->len &= ~DELTA_ITEM_SAME;
+	return heapprof__delta_values_of(d, it->off, it->len,
+	                                 d->acc + (size_t)d->kpos[kid] *
+	                                                  d->dec.ntypes);
 }

@@ -533,6 +533,128 @@ TEST(cache_survives_renumbered_tables)
 	heapprof_delta_free(d);
 }
 
+/* Samples whose values field is byte for byte the last call's take a
+ * path that decodes nothing (delta_raw.c, DELTA_ITEM_SAME): duplicates
+ * after such a sample, a failed call and a new type layout must not make
+ * it trust stale bytes. */
+static int
+fail_write(void *arg, const void *p, size_t n)
+{
+	(void)arg;
+	(void)p;
+	(void)n;
+	return -5;
+}
+
+TEST(unchanged_values_path)
+{
+	const tsample s1[] = {{{0xa1, 0xa2}, 2, {10, 100, 1, 10}, NULL, NULL, 0},
+	                      {{0xb1}, 1, {1, 1, 0, 0}, NULL, NULL, 0}};
+	const tsample s3[] = {{{0xa1, 0xa2}, 2, {10, 100, 1, 10}, NULL, NULL, 0},
+	                      {{0xb1}, 1, {1, 1, 0, 0}, NULL, NULL, 0},
+	                      {{0xa1, 0xa2}, 2, {5, 50, 0, 0}, NULL, NULL, 0}};
+	const tsample s6[] = {{{0xa1, 0xa2}, 2, {12, 120, 1, 10}, NULL, NULL, 0},
+	                      {{0xb1}, 1, {1, 1, 0, 0}, NULL, NULL, 0}};
+	tprof p1 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s1, 2, 1, 0};
+	tprof p3 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s3, 3, 1, 0};
+	tprof p6 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s6, 2, 1, 0};
+	/* step: profile, expected alloc_objects delta of 0xa1 (or 99: no
+	 * sample), its inuse_space */
+	const struct {
+		const tprof *p;
+		int64_t a, inuse;
+	} steps[] = {{&p1, 10, 10}, {&p1, 0, 10},  {&p3, 5, 10},
+	             {&p1, -5, 10}, {&p1, 0, 10},  {&p6, 2, 10},
+	             {&p6, 0, 10},  {&p3, 3, 10},  {&p3, 0, 10}};
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	for (size_t i = 0; i < HP_ARRAY_LEN(steps); i++) {
+		sbuf o;
+		result r;
+		REQUIRE_OK(run(d, steps[i].p, &o, 0));
+		REQUIRE_OK(collect(&o, NAMES, 4, &r));
+		free(o.p);
+		const row *a = find(&r, 0xa1, NULL);
+		REQUIRE(a);
+		if (a->v[0] != steps[i].a || a->v[1] != steps[i].a * 10 ||
+		    a->v[3] != steps[i].inuse)
+			T_FAIL("step %zu: alloc %lld/%lld inuse %lld, want %lld",
+			       i, (long long)a->v[0], (long long)a->v[1],
+			       (long long)a->v[3], (long long)steps[i].a);
+		if (i > 0) /* 0 delta, nothing in use */
+			CHECK(!find(&r, 0xb1, NULL));
+	}
+	heapprof_delta_free(d);
+
+	/* A call that fails after reading its samples commits nothing: the
+	 * next identical profile is still a delta against the one before. */
+	const tsample t1[] = {{{0xa1}, 1, {10, 100, 0, 0}, NULL, NULL, 0}};
+	const tsample t2[] = {{{0xa1}, 1, {15, 150, 0, 0}, NULL, NULL, 0}};
+	tprof q1 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, t1, 1, 1, 0};
+	tprof q2 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, t2, 1, 1, 0};
+	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	sbuf o;
+	result r;
+	REQUIRE_OK(run(d, &q1, &o, 0));
+	free(o.p);
+	REQUIRE_OK(run(d, &q1, &o, 0));
+	free(o.p);
+	sbuf in = build(&q2);
+	CHECK(heapprof_delta_compute(d, in.p, in.len, 0, fail_write, NULL) < 0);
+	free(in.p);
+	REQUIRE_OK(run(d, &q2, &o, 0));
+	REQUIRE_OK(collect(&o, NAMES, 4, &r));
+	free(o.p);
+	REQUIRE(r.n == 1);
+	CHECK_EQ(r.rows[0].v[0], 5);
+	REQUIRE_OK(run(d, &q2, &o, 0));
+	REQUIRE_OK(collect(&o, NAMES, 4, &r));
+	free(o.p);
+	CHECK_EQ(r.n, 0);
+	heapprof_delta_free(d);
+}
+
+/* The same values bytes under another sample-type order (same string
+ * table, same records) mean other values: no unchanged path across it. */
+TEST(unchanged_values_type_layout)
+{
+	const tsample s1[] = {{{0xa1}, 1, {10, 100, 1, 10}, NULL, NULL, 0}};
+	tprof p1 = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, s1, 1, 1, 0};
+	sbuf a = build(&p1), b = build(&p1);
+	/* Swap the first and third SampleType messages (6 bytes each). */
+	REQUIRE(b.len > 18 && b.p[0] == 0x0a && b.p[1] == 4 && b.p[12] == 0x0a &&
+	        b.p[13] == 4);
+	uint8_t tmp[6];
+	memcpy(tmp, b.p, 6);
+	memcpy(b.p, b.p + 12, 6);
+	memcpy(b.p + 12, tmp, 6);
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	sbuf o = {0};
+	result r;
+	for (int i = 0; i < 2; i++) {
+		o.p = NULL;
+		o.len = 0;
+		REQUIRE_OK(heapprof_delta_compute(d, a.p, a.len, 0, sbuf_write, &o));
+		free(o.p);
+	}
+	o.p = NULL;
+	o.len = 0;
+	REQUIRE_OK(heapprof_delta_compute(d, b.p, b.len, 0, sbuf_write, &o));
+	REQUIRE_OK(collect(&o, NAMES, 4, &r));
+	free(o.p);
+	REQUIRE(r.n == 1);
+	/* b says alloc_objects 1 (was 10), alloc_space 100 (was 100),
+	 * inuse_objects 10, inuse_space 10 */
+	CHECK_EQ(r.rows[0].v[0], -9);
+	CHECK_EQ(r.rows[0].v[1], 0);
+	CHECK_EQ(r.rows[0].v[2], 10);
+	CHECK_EQ(r.rows[0].v[3], 10);
+	heapprof_delta_free(d);
+	free(a.p);
+	free(b.p);
+}
+
 static int
 null_write(void *arg, const void *p, size_t n)
 {
@@ -646,6 +768,8 @@ main(void)
 	RUN(eviction);
 	RUN(error_keeps_state);
 	RUN(cache_survives_renumbered_tables);
+	RUN(unchanged_values_path);
+	RUN(unchanged_values_type_layout);
 	RUN(steady_state_zero_allocations_synthetic);
 	char p[512];
 	snprintf(p, sizeof(p), "%s/fastdelta/big-heap.pprof", corpus());
