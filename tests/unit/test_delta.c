@@ -565,7 +565,8 @@ TEST(unchanged_values_path)
 		int64_t a, inuse;
 	} steps[] = {{&p1, 10, 10}, {&p1, 0, 10},  {&p3, 5, 10},
 	             {&p1, -5, 10}, {&p1, 0, 10},  {&p6, 2, 10},
-	             {&p6, 0, 10},  {&p3, 3, 10},  {&p3, 0, 10}};
+	             {&p6, 0, 10},  {&p3, 3, 10},  {&p3, 0, 10},
+	             {&p3, 0, 10},  {&p1, -5, 10}, {&p1, 0, 10}};
 	heapprof_delta *d;
 	REQUIRE_OK(heapprof_delta_new(&d, NULL));
 	for (size_t i = 0; i < HP_ARRAY_LEN(steps); i++) {
