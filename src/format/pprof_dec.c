@@ -313,13 +313,39 @@ index_pass(pprof_dec *d)
 			HP_TRY(parse_value_type(d->buf + d->len, &f, &d->types[d->ntypes]));
 			d->ntypes++;
 			break;
-		case PPROF_SAMPLE:
+		case PPROF_SAMPLE: {
 			HP_TRY(want(&f, PB_LEN));
 			d->nsamples++;
 			if (first == UINT32_MAX)
 				first = at;
+			/* The samples that follow, in a tight loop: tag 0x12,
+			 * a length of one to three bytes, the payload. */
+			const uint8_t *p = r.p, *e = r.end;
+			size_t n = 0;
+			while (e - p >= 4 && p[0] == 0x12) {
+				size_t l = p[1], h = 2;
+				if (l >= 0x80) {
+					if (p[2] >= 0x80) {
+						if (p[3] >= 0x80)
+							break;
+						l = (l & 0x7f) | (size_t)(p[2] & 0x7f) << 7 |
+						    (size_t)p[3] << 14;
+						h = 4;
+					} else {
+						l = (l & 0x7f) | (size_t)p[2] << 7;
+						h = 3;
+					}
+				}
+				if (l > (size_t)(e - p) - h)
+					break; /* fnext reports it */
+				p += h + l;
+				n++;
+			}
+			d->nsamples += n;
+			r.p = p;
 			end = (uint32_t)(r.p - d->buf);
 			break;
+		}
 		case PPROF_MAPPING:
 			HP_TRY(take_run(d, 0, at, &r, &done));
 			if (done)
