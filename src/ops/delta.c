@@ -36,12 +36,13 @@ heapprof__delta_grow(heapprof_delta *d, void *pp, size_t *cap, size_t need,
 	void **p = pp;
 	if (HP_LIKELY(need <= *cap))
 		return 0;
-	size_t c = *cap ? *cap : 64;
-	while (c < need) {
-		if (c > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		c *= 2;
-	}
+	/* 1.5x: the big arrays (per key, per sample, raw bytes) are most of
+	 * the computer's memory, so less slack than doubling. */
+	size_t c = *cap + *cap / 2;
+	if (c < need)
+		c = need < 64 ? 64 : need;
+	if (c > SIZE_MAX / 2 / elem)
+		return -ENOMEM;
 	void *np = d->rf(d->rctx, *p, *cap * elem, c * elem);
 	if (!np)
 		return -ENOMEM;
@@ -309,9 +310,9 @@ keys_room(heapprof_delta *d, size_t n)
 {
 	if (n <= d->kcap)
 		return 0;
-	size_t c = d->kcap ? d->kcap * 2 : 256;
-	while (c < n)
-		c *= 2;
+	size_t c = d->kcap ? d->kcap + d->kcap / 4 : 256;
+	if (c < n)
+		c = n + n / 8;
 	size_t nn = d->nnames;
 	int64_t *p = d->rf(d->rctx, d->prev, d->kcap * nn * 8, c * nn * 8 + 8);
 	if (!p)
@@ -587,6 +588,14 @@ prepare(heapprof_delta *d)
 	HP_TRY(heapprof__delta_grow(d, &d->slot, &d->slot_cap, nt + 1, 4));
 	HP_TRY(heapprof__delta_grow(d, &d->outv, &d->outv_cap, nt + 1, 8));
 	HP_TRY(heapprof__delta_grow(d, &d->sub, &d->sub_cap, 2 * nt + 1, 4));
+	/* At most one item per sample: sized once, not doubled. */
+	size_t ns = dec->nsamples + 1;
+	if (ns > d->items_cap)
+		HP_TRY(heapprof__delta_grow(d, &d->items, &d->items_cap,
+		                            ns + ns / 8, sizeof(delta_item)));
+	if (ns * nt > d->acc_cap)
+		HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
+		                            (ns + ns / 8) * nt, 8));
 	for (size_t t = 0; t < nt; t++) {
 		d->slot[t] = -1;
 		for (size_t k = 0; k < d->nnames; k++)

@@ -341,7 +341,7 @@ heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
 	size_t la = (size_t)(vs - body), lb = (size_t)(body + len - ve);
 	size_t n = la + lb, vl = (size_t)(ve - vd);
 	/* Room for the values field to grow a little in place. */
-	size_t vcap = vl <= 249 ? vl + 6 : 0;
+	size_t vcap = vl <= 253 ? vl + 2 : 0;
 	delta_kraw *r = &d->kraw[kid];
 	if (n >= DELTA_RAW_NONE)
 		return 0; /* not cached */

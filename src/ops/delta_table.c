@@ -133,7 +133,7 @@ heapprof__dt_intern(dt_table *t, const void *key, size_t len, uint64_t hash,
 	if (t->n >= UINT32_MAX - 1 || len > UINT32_MAX)
 		return -ENOMEM;
 	if (t->n == t->cap) {
-		size_t c = t->cap ? t->cap * 2 : 64;
+		size_t c = t->cap ? t->cap + t->cap / 2 : 64;
 		void *p = t->rf(t->rctx, t->ents, t->cap * sizeof(dt_entry),
 		                c * sizeof(dt_entry));
 		if (!p)
@@ -144,7 +144,7 @@ heapprof__dt_intern(dt_table *t, const void *key, size_t len, uint64_t hash,
 	if (t->acap - t->alen < len) {
 		size_t c = t->acap ? t->acap : 4096;
 		while (c - t->alen < len)
-			c *= 2;
+			c += c / 2;
 		if (c > UINT32_MAX)
 			return -ENOMEM;
 		void *p = t->rf(t->rctx, t->arena, t->acap, c);
