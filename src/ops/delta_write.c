@@ -248,6 +248,38 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 			ids = q;
 			ids_len = (size_t)n;
 			nids_fields++;
+			const pprof_idmap *m = &dec->loc_ids;
+			/* Dense ids (1..n, as Go writes them) and room to read
+			 * two bytes past the run: ids of up to three bytes
+			 * decoded inline, the table indexed directly. */
+			if (m->dense && hard - fe >= 2) {
+				while (q < fe) {
+					uint64_t id = q[0];
+					if (id < 0x80) {
+						q++;
+					} else if (q[1] < 0x80) {
+						id = (id & 0x7f) | (uint64_t)q[1] << 7;
+						minimal &= q[1] != 0;
+						q += 2;
+					} else if (q[2] < 0x80) {
+						id = (id & 0x7f) |
+						     (uint64_t)(q[1] & 0x7f) << 7 |
+						     (uint64_t)q[2] << 14;
+						minimal &= q[2] != 0;
+						q += 3;
+					} else {
+						if (rd_varint(&q, hard, &id) < 0)
+							return 0;
+						minimal &= q[-1] != 0;
+					}
+					if (q > fe || id == 0 || id >= m->used ||
+					    m->slots[id] == 0)
+						return 0;
+					d->loc_used[m->slots[id] - 1] = 1;
+				}
+				p = fe;
+				continue;
+			}
 			while (q < fe) {
 				uint64_t id;
 				if (HP_LIKELY(*q < 0x80)) {
@@ -259,8 +291,7 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 					/* Minimal: no trailing 0x00 byte. */
 					minimal &= q[-1] != 0;
 				}
-				long li = idmap_find(&dec->loc_ids, dec->locs,
-				                     id);
+				long li = idmap_find(m, dec->locs, id);
 				if (li < 0)
 					return 0;
 				d->loc_used[li] = 1;
