@@ -23,6 +23,7 @@
 
 #include "heapprof.h"
 #include "delta.h"
+#include "pprof_int.h"
 
 static const char *const default_types[] = {"alloc_objects", "alloc_space",
                                             "contentions", "delay"};
@@ -270,6 +271,16 @@ label_cmp(const pprof_dec *dec, const pprof_label *x, const pprof_label *y)
 	return c;
 }
 
+/* A label's canonical bytes (its strings by content) appended to bbuf. */
+static int
+put_label(heapprof_delta *d, size_t *n, const pprof_label *lb)
+{
+	HP_TRY(bput_str(d, n, lb->key));
+	HP_TRY(bput_str(d, n, lb->str));
+	HP_TRY(bput(d, n, &lb->num, 8));
+	return bput_str(d, n, lb->num_unit);
+}
+
 /* Label set id of a sample's labels, order-independent; DELTA_NONE if it
  * has none. */
 static int
@@ -292,13 +303,8 @@ labelset_of(heapprof_delta *d, const pprof_sample *s, uint32_t *out)
 		d->lorder[j] = (uint32_t)i;
 	}
 	size_t n = 0;
-	for (size_t i = 0; i < s->nlabels; i++) {
-		const pprof_label *lb = &s->labels[d->lorder[i]];
-		HP_TRY(bput_str(d, &n, lb->key));
-		HP_TRY(bput_str(d, &n, lb->str));
-		HP_TRY(bput(d, &n, &lb->num, 8));
-		HP_TRY(bput_str(d, &n, lb->num_unit));
-	}
+	for (size_t i = 0; i < s->nlabels; i++)
+		HP_TRY(put_label(d, &n, &s->labels[d->lorder[i]]));
 	int rc = heapprof__dt_intern(&d->labelsets, d->bbuf, n,
 	                             heapprof__dt_hash(d->bbuf, n), out);
 	return rc < 0 ? rc : 0;
@@ -337,6 +343,27 @@ keys_room(heapprof_delta *d, size_t n)
 
 /* ------------------------------------------------------------ passes */
 
+/* Interns the key in keybuf (klen words); new keys get their rows. */
+static int
+intern_key(heapprof_delta *d, size_t klen, uint32_t *kidp)
+{
+	uint32_t *kb = d->keybuf, kid;
+	int rc = heapprof__dt_intern(&d->keys, kb, klen * 4,
+	                             heapprof__dt_hash(kb, klen * 4), &kid);
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
+		HP_TRY(keys_room(d, d->keys.n));
+		memset(d->prev + (size_t)kid * d->nnames, 0, d->nnames * 8);
+		d->kgen[kid] = d->gen - 1;
+		d->kraw[kid].len = DELTA_RAW_NONE;
+		d->kraw[kid].next = DELTA_NONE;
+		d->kraw[kid].flags = 0;
+	}
+	*kidp = kid;
+	return 0;
+}
+
 /* The key of a decoded sample (slow path: exact identity by content). */
 static int
 key_of(heapprof_delta *d, const pprof_sample *s, uint32_t *kidp)
@@ -354,22 +381,133 @@ key_of(heapprof_delta *d, const pprof_sample *s, uint32_t *kidp)
 		}
 		kb[i + 1] = f;
 	}
-	size_t klen = (s->nlocations + 1) * 4;
-	uint32_t kid;
-	int rc = heapprof__dt_intern(&d->keys, kb, klen,
-	                             heapprof__dt_hash(kb, klen), &kid);
+	return intern_key(d, s->nlocations + 1, kidp);
+}
+
+/* Label set id of one label, through a per-call cache (string indexes
+ * are only stable within a call). */
+static int
+labelset_one(heapprof_delta *d, const pprof_label *lb, uint32_t *out)
+{
+	uint64_t h = ((uint64_t)lb->num ^ (uint64_t)lb->key << 40 ^
+	              (uint64_t)lb->str << 20 ^ lb->num_unit) *
+	             0x9e3779b97f4a7c15ULL;
+	delta_lcache *c = &d->lcache[h >> 55]; /* 9 bits: DELTA_LCACHE */
+	if (c->gen == d->gen && c->key == lb->key && c->str == lb->str &&
+	    c->num == lb->num && c->unit == lb->num_unit) {
+		*out = c->id;
+		return 0;
+	}
+	size_t n = 0;
+	HP_TRY(put_label(d, &n, lb));
+	int rc = heapprof__dt_intern(&d->labelsets, d->bbuf, n,
+	                             heapprof__dt_hash(d->bbuf, n), out);
 	if (rc < 0)
 		return rc;
-	if (rc == 1) {
-		HP_TRY(keys_room(d, d->keys.n));
-		memset(d->prev + (size_t)kid * d->nnames, 0, d->nnames * 8);
-		d->kgen[kid] = d->gen - 1;
-		d->kraw[kid].len = DELTA_RAW_NONE;
-		d->kraw[kid].next = DELTA_NONE;
-		d->kraw[kid].flags = 0;
-	}
-	*kidp = kid;
+	c->gen = d->gen;
+	c->key = lb->key;
+	c->str = lb->str;
+	c->num = lb->num;
+	c->unit = lb->num_unit;
+	c->id = *out;
 	return 0;
+}
+
+/* The key and values of the sample at (off, len) read straight from its
+ * bytes when it has the usual form (one-byte tags; packed or single
+ * location ids; one packed values field; at most one label, varint fields
+ * only): 1. Anything else, or anything the decoder would reject: 0 (the
+ * decoder then decides). The key is the one key_of computes. */
+static int
+fast_key(heapprof_delta *d, uint32_t off, uint32_t len, uint32_t *kidp,
+         int64_t *vals)
+{
+	const pprof_dec *dec = &d->dec;
+	const uint8_t *p = dec->buf + off, *e = p + len;
+	const uint8_t *hard = dec->buf + dec->len;
+	size_t nt = dec->ntypes, nf = 0, nv = 0;
+	bool have_vals = false;
+	int nlab = 0;
+	pprof_label lb = {0};
+	if (nt > DELTA_RAW_MAXT)
+		return 0;
+	HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap, len + 2, 4));
+	uint32_t *kb = d->keybuf + 1;
+	while (p < e) {
+		uint8_t tag = *p;
+		const uint8_t *q = p + 1;
+		uint64_t n, v;
+		if (tag == 0x08 || tag == 0x0a) {
+			const uint8_t *fe;
+			if (tag == 0x08) {
+				fe = e; /* one id */
+			} else {
+				if (rd_varint(&q, hard, &n) < 0 || q > e ||
+				    n > (uint64_t)(e - q))
+					return 0;
+				fe = q + n;
+			}
+			do {
+				if (q >= fe || rd_varint(&q, hard, &v) < 0 || q > fe)
+					return 0;
+				long li = idmap_find(&dec->loc_ids, dec->locs, v);
+				if (li < 0)
+					return 0;
+				uint32_t f = d->loc_frame[li];
+				if (HP_UNLIKELY(f == DELTA_NONE)) {
+					HP_TRY(frame_of(d, (uint32_t)li, &f));
+					d->loc_frame[li] = f;
+				}
+				kb[nf++] = f;
+			} while (tag == 0x0a && q < fe);
+			p = q;
+			continue;
+		}
+		if ((tag != 0x12 && tag != 0x1a) ||
+		    rd_varint(&q, hard, &n) < 0 || q > e ||
+		    n > (uint64_t)(e - q))
+			return 0;
+		const uint8_t *fe = q + n;
+		if (tag == 0x12) {
+			if (have_vals)
+				return 0;
+			have_vals = true;
+			while (q < fe) {
+				if (nv == nt || rd_varint(&q, hard, &v) < 0 || q > fe)
+					return 0;
+				vals[nv++] = (int64_t)v;
+			}
+		} else {
+			if (nlab++)
+				return 0;
+			while (q < fe) {
+				uint8_t t = *q++;
+				if ((t != 0x08 && t != 0x10 && t != 0x18 &&
+				     t != 0x20) ||
+				    rd_varint(&q, hard, &v) < 0 || q > fe)
+					return 0;
+				if (t != 0x18 && v >= dec->nstrings)
+					return 0;
+				if (t == 0x08)
+					lb.key = (uint32_t)v;
+				else if (t == 0x10)
+					lb.str = (uint32_t)v;
+				else if (t == 0x18)
+					lb.num = (int64_t)v;
+				else
+					lb.num_unit = (uint32_t)v;
+			}
+		}
+		p = fe;
+	}
+	if (nv != nt)
+		return 0;
+	if (nlab)
+		HP_TRY(labelset_one(d, &lb, &d->keybuf[0]));
+	else
+		d->keybuf[0] = DELTA_NONE;
+	HP_TRY(intern_key(d, nf + 1, kidp));
+	return 1;
 }
 
 int
@@ -377,12 +515,20 @@ heapprof__delta_slow_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 {
 	pprof_sample s;
 	uint32_t kid;
-	HP_TRY(heapprof__pprof_sample_at(&d->dec, off, len, &s));
-	HP_TRY(key_of(d, &s, &kid));
+	int64_t fv[DELTA_RAW_MAXT];
+	const int64_t *vals = fv;
+	int rc = fast_key(d, off, len, &kid, fv);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		HP_TRY(heapprof__pprof_sample_at(&d->dec, off, len, &s));
+		HP_TRY(key_of(d, &s, &kid));
+		vals = s.values;
+	}
 	if (d->raw_ok)
-		HP_TRY(heapprof__delta_raw_record(d, kid, off, len, s.values));
+		HP_TRY(heapprof__delta_raw_record(d, kid, off, len, vals));
 	heapprof__delta_raw_link(d, kid);
-	return heapprof__delta_add_values(d, kid, off, len, s.values);
+	return heapprof__delta_add_values(d, kid, off, len, vals);
 }
 
 /* Pass A: every sample -> its key's item; values summed per item. Samples

@@ -49,6 +49,13 @@ typedef struct delta_kraw {
 /* Most sample types the raw fast path decodes inline (more: slow path). */
 #define DELTA_RAW_MAXT 16
 
+/* Per-call cache of one-label label sets (delta.c). */
+#define DELTA_LCACHE 512
+typedef struct delta_lcache {
+	uint32_t gen, key, str, unit, id;
+	int64_t num;
+} delta_lcache;
+
 struct heapprof_delta {
 	pb_realloc_fn *rf;
 	void *rctx;
@@ -83,6 +90,8 @@ struct heapprof_delta {
 	uint32_t *ps_lens;
 	size_t ps_n, ps_lcap;
 	uint64_t raw_hits;
+
+	delta_lcache lcache[DELTA_LCACHE];
 
 	/* per-call scratch, kept for its capacity */
 	pprof_dec dec;
