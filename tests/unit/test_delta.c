@@ -656,6 +656,85 @@ TEST(unchanged_values_type_layout)
 	free(b.p);
 }
 
+/* One stack and label written in two wire forms: packed ids and a plain
+ * label (read straight from the bytes), and unpacked ids and a label with
+ * an unknown field (left to the decoder). Both paths must give one key. */
+static sbuf
+two_forms(int64_t v2)
+{
+	pb_writer w;
+	heapprof__pb_init(&w, NULL, NULL, NULL, NULL);
+	for (int t = 0; t < 2; t++) {
+		heapprof__pb_begin(&w, 1);
+		heapprof__pb_uint_opt(&w, 1, 1 + 2 * (uint64_t)t);
+		heapprof__pb_uint_opt(&w, 2, 2 + 2 * (uint64_t)t);
+		heapprof__pb_end(&w);
+	}
+	const uint64_t ids[2] = {1, 2};
+	const int64_t v1[2] = {3, 30}, vb[2] = {v2, v2 * 10};
+	heapprof__pb_begin(&w, 2);
+	heapprof__pb_packed_u64(&w, 1, ids, 2);
+	heapprof__pb_packed_i64(&w, 2, v1, 2);
+	heapprof__pb_begin(&w, 3);
+	heapprof__pb_uint_opt(&w, 1, 5);
+	heapprof__pb_uint_opt(&w, 2, 6);
+	heapprof__pb_end(&w);
+	heapprof__pb_end(&w);
+	heapprof__pb_begin(&w, 2);
+	heapprof__pb_varint_field(&w, 1, 1);
+	heapprof__pb_varint_field(&w, 1, 2);
+	heapprof__pb_packed_i64(&w, 2, vb, 2);
+	heapprof__pb_begin(&w, 3);
+	heapprof__pb_uint_opt(&w, 2, 6);
+	heapprof__pb_uint_opt(&w, 1, 5);
+	heapprof__pb_varint_field(&w, 6, 9); /* unknown: skipped */
+	heapprof__pb_end(&w);
+	heapprof__pb_end(&w);
+	for (uint64_t j = 1; j <= 2; j++) {
+		heapprof__pb_begin(&w, 4);
+		heapprof__pb_uint_opt(&w, 1, j);
+		heapprof__pb_uint_opt(&w, 3, 0x1000 * j);
+		heapprof__pb_end(&w);
+	}
+	const char *str[] = {"", "alloc_objects", "count", "alloc_space",
+	                     "bytes", "k", "x"};
+	for (size_t i = 0; i < HP_ARRAY_LEN(str); i++)
+		heapprof__pb_bytes_field(&w, 6, str[i], strlen(str[i]));
+	sbuf b = {w.buf, w.len};
+	return b;
+}
+
+TEST(fast_and_decoded_forms_one_key)
+{
+	static const char *const two[] = {"alloc_objects", "alloc_space"};
+	const int64_t second[] = {4, 4, 6, 6};
+	const int64_t want[] = {7, 0, 2, 0};
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	for (size_t i = 0; i < HP_ARRAY_LEN(second); i++) {
+		sbuf in = two_forms(second[i]), o = {0};
+		result r;
+		REQUIRE_OK(heapprof_delta_compute(d, in.p, in.len, 0, sbuf_write,
+		                                  &o));
+		free(in.p);
+		REQUIRE_OK(collect(&o, two, 2, &r));
+		free(o.p);
+		if (want[i] == 0) {
+			CHECK_EQ(r.n, 0);
+			continue;
+		}
+		REQUIRE(r.n == 1);
+		CHECK_EQ(r.rows[0].v[0], want[i]);
+		CHECK_EQ(r.rows[0].v[1], want[i] * 10);
+		CHECK_EQ(r.rows[0].frames[1], 0x2000);
+		CHECK(!strcmp(r.rows[0].labels, "x;"));
+	}
+	heapprof_delta_stats st;
+	heapprof_delta_get_stats(d, &st);
+	CHECK_EQ(st.keys, 1);
+	heapprof_delta_free(d);
+}
+
 static int
 null_write(void *arg, const void *p, size_t n)
 {
@@ -771,6 +850,7 @@ main(void)
 	RUN(cache_survives_renumbered_tables);
 	RUN(unchanged_values_path);
 	RUN(unchanged_values_type_layout);
+	RUN(fast_and_decoded_forms_one_key);
 	RUN(steady_state_zero_allocations_synthetic);
 	char p[512];
 	snprintf(p, sizeof(p), "%s/fastdelta/big-heap.pprof", corpus());
