@@ -259,7 +259,10 @@ emit(heapprof_delta *d)
 			nz |= outv[t];
 		if (!nz)
 			continue;
-		int rc = heapprof__delta_out_fast(d, item->off, len, d->outv);
+		int rc = d->slow_only & DELTA_SLOW_NOOUT
+		                 ? 0
+		                 : heapprof__delta_out_fast(d, item->off, len,
+		                                            d->outv);
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {

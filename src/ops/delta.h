@@ -56,8 +56,15 @@ typedef struct delta_lcache {
 	int64_t num;
 } delta_lcache;
 
+/* heapprof_delta.slow_only, for tests: turn fast paths off so that their
+ * output can be compared with the exact paths' byte for byte. */
+#define DELTA_SLOW_NORAW 1 /* no raw-sample cache (delta_raw.c) */
+#define DELTA_SLOW_NOKEY 2 /* every key through the decoder (delta_key.c) */
+#define DELTA_SLOW_NOOUT 4 /* every sample written from the decoder */
+
 struct heapprof_delta {
 	pb_realloc_fn *rf;
+	unsigned slow_only; /* DELTA_SLOW_* (tests); 0 in use */
 	void *rctx;
 	gz_alloc gza; /* zlib's view of rf (delta_write.c) */
 

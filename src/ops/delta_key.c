@@ -340,7 +340,8 @@ heapprof__delta_slow_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	uint32_t kid;
 	int64_t fv[DELTA_RAW_MAXT];
 	const int64_t *vals = fv;
-	int rc = fast_key(d, off, len, &kid, fv);
+	int rc = d->slow_only & DELTA_SLOW_NOKEY ? 0
+	                                         : fast_key(d, off, len, &kid, fv);
 	if (rc < 0)
 		return rc;
 	if (rc == 0) {

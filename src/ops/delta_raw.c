@@ -99,7 +99,8 @@ heapprof__delta_raw_prepare(heapprof_delta *d)
 	d->klast = DELTA_NONE;
 	/* Address-0 locations are identified by their lines' contents, which
 	 * the snapshot does not cover: no raw cache for such profiles. */
-	bool ok = dec->ntypes <= DELTA_RAW_MAXT;
+	bool ok = dec->ntypes <= DELTA_RAW_MAXT &&
+	          !(d->slow_only & DELTA_SLOW_NORAW);
 	for (size_t i = 0; i < dec->nlocs && ok; i++)
 		ok = dec->loc_addr[i] != 0;
 	if (ok && same_dict(d)) {

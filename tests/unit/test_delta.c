@@ -5,6 +5,7 @@
  * allocations at steady state counted through the allocator hook.
  */
 #include "heapprof.h"
+#include "delta.h"
 #include "pb.h"
 #include "pprof_dec.h"
 #include "test.h"
@@ -837,6 +838,76 @@ TEST(steady_state_zero_allocations_corpus)
 	}
 }
 
+/* The fast paths (raw-sample cache and unchanged values, keys read from
+ * the bytes, samples written from the bytes) against the exact ones: the
+ * same output, byte for byte, at every call of corpus streams chosen to
+ * change dictionaries, repeat profiles, evict keys and switch profile
+ * types. */
+TEST(fast_paths_equal_exact_paths)
+{
+	static const char *const seqs[][9] = {
+		{"fastdelta/heap.before.pprof", "fastdelta/heap.after.pprof",
+		 "fastdelta/heap.before.pprof", "fastdelta/heap.after.pprof",
+		 "fastdelta/heap.after.pprof"},
+		{"fastdelta/big-heap.pprof", "fastdelta/big-heap.pprof",
+		 "fastdelta/heap.pprof", "fastdelta/big-heap.pprof",
+		 "fastdelta/heap.pprof", "fastdelta/heap.pprof",
+		 "fastdelta/heap.pprof", "fastdelta/big-heap.pprof",
+		 "fastdelta/big-heap.pprof"},
+		{"fastdelta/stress-failure.before.pprof",
+		 "fastdelta/stress-failure.after.pprof",
+		 "fastdelta/stress-failure.2.before.pprof",
+		 "fastdelta/stress-failure.2.after.pprof",
+		 "fastdelta/stress-failure.3.before.pprof",
+		 "fastdelta/stress-failure.3.after.pprof",
+		 "fastdelta/stress-failure.3.after.pprof"},
+		{"go/go_heap_delta_1.pb.gz", "go/go_heap_delta_2.pb.gz",
+		 "go/go_heap_delta_2.pb.gz", "go/go_heap_rate1.pb.gz",
+		 "go/go_heap_delta_1.pb.gz", "go/go_heap_basic.pb.gz",
+		 "go/go_allocs_basic.pb.gz", "go/go_heap_delta_2.pb.gz"},
+		{"fastdelta/block.before.pprof", "fastdelta/block.after.pprof",
+		 "fastdelta/block.after.pprof", "go/go_cpu_labels.pb.gz",
+		 "go/go_goroutine_labels.pb.gz", "go/go_goroutine_labels.pb.gz",
+		 "pprof_testdata/profile/cppbench.heap",
+		 "pprof_testdata/profile/gobench.heap",
+		 "pprof_testdata/profile/cppbench.heap"},
+	};
+	static const unsigned ages[] = {16, 1, 2};
+	for (size_t q = 0; q < HP_ARRAY_LEN(seqs); q++) {
+		for (size_t a = 0; a < HP_ARRAY_LEN(ages); a++) {
+			heapprof_delta_options opt = {0};
+			opt.max_age = ages[a];
+			heapprof_delta *fast, *slow;
+			REQUIRE_OK(heapprof_delta_new(&fast, &opt));
+			REQUIRE_OK(heapprof_delta_new(&slow, &opt));
+			slow->slow_only = DELTA_SLOW_NORAW | DELTA_SLOW_NOKEY |
+			                  DELTA_SLOW_NOOUT;
+			for (size_t i = 0; i < 9 && seqs[q][i]; i++) {
+				char path[512];
+				sbuf in, of = {0}, os = {0};
+				snprintf(path, sizeof(path), "%s/%s", corpus(),
+				         seqs[q][i]);
+				REQUIRE(read_all(path, &in) == 0);
+				int rf = heapprof_delta_compute(fast, in.p, in.len, 0,
+				                                sbuf_write, &of);
+				int rs = heapprof_delta_compute(slow, in.p, in.len, 0,
+				                                sbuf_write, &os);
+				if (rf != rs || of.len != os.len ||
+				    (of.len && memcmp(of.p, os.p, of.len) != 0))
+					T_FAIL("sequence %zu age %u call %zu (%s): "
+					       "rc %d/%d, %zu/%zu bytes differ",
+					       q, ages[a], i, seqs[q][i], rf, rs,
+					       of.len, os.len);
+				free(in.p);
+				free(of.p);
+				free(os.p);
+			}
+			heapprof_delta_free(fast);
+			heapprof_delta_free(slow);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -858,6 +929,7 @@ main(void)
 	if (f) {
 		fclose(f);
 		RUN(steady_state_zero_allocations_corpus);
+		RUN(fast_paths_equal_exact_paths);
 	} else {
 		printf("SKIP steady_state_zero_allocations_corpus: no corpus at %s\n",
 		       corpus());
