@@ -77,4 +77,31 @@ static int t_failed_total, t_passed_total, t_case_failed;
 
 #define TEST_MAIN_END() return t_failed_total ? 1 : 0
 
+/* The shared profile corpus: $HEAPPROF_CORPUS, else ../shared/corpus
+ * (tests run from the repository root). */
+static inline const char *
+t_corpus(void)
+{
+	const char *c = getenv("HEAPPROF_CORPUS");
+	return c ? c : "../shared/corpus";
+}
+
+/* Reads a whole file into a malloc'd buffer: 0, or -1 if it cannot. */
+static inline int
+t_read_file(const char *path, uint8_t **p, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	*p = NULL;
+	*len = 0;
+	if (!f)
+		return -1;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	rewind(f);
+	*p = malloc(n > 0 ? (size_t)n + 1 : 1);
+	*len = n > 0 ? fread(*p, 1, (size_t)n, f) : 0;
+	fclose(f);
+	return n >= 0 && *len == (size_t)n ? 0 : -1;
+}
+
 #endif

@@ -745,21 +745,6 @@ null_write(void *arg, const void *p, size_t n)
 	return 0;
 }
 
-static int
-read_all(const char *path, sbuf *out)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -1;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	rewind(f);
-	out->p = malloc((size_t)n + 1);
-	out->len = fread(out->p, 1, (size_t)n, f);
-	fclose(f);
-	return 0;
-}
-
 /* Steady state: after warm-up on alternating inputs, N more calls make no
  * allocation at all, for raw and gzip input and output. */
 static void
@@ -811,13 +796,6 @@ TEST(steady_state_zero_allocations_synthetic)
 	free(b.p);
 }
 
-static const char *
-corpus(void)
-{
-	const char *c = getenv("HEAPPROF_CORPUS");
-	return c ? c : "../shared/corpus";
-}
-
 TEST(steady_state_zero_allocations_corpus)
 {
 	static const char *const pairs[][2] = {
@@ -829,9 +807,9 @@ TEST(steady_state_zero_allocations_corpus)
 	for (size_t i = 0; i < HP_ARRAY_LEN(pairs); i++) {
 		char pa[512], pb[512];
 		sbuf a, b;
-		snprintf(pa, sizeof(pa), "%s/%s", corpus(), pairs[i][0]);
-		snprintf(pb, sizeof(pb), "%s/%s", corpus(), pairs[i][1]);
-		REQUIRE(read_all(pa, &a) == 0 && read_all(pb, &b) == 0);
+		snprintf(pa, sizeof(pa), "%s/%s", t_corpus(), pairs[i][0]);
+		snprintf(pb, sizeof(pb), "%s/%s", t_corpus(), pairs[i][1]);
+		REQUIRE(t_read_file(pa, &a.p, &a.len) == 0 && t_read_file(pb, &b.p, &b.len) == 0);
 		steady_state(&a, &b);
 		free(a.p);
 		free(b.p);
@@ -885,9 +863,9 @@ TEST(fast_paths_equal_exact_paths)
 			for (size_t i = 0; i < 9 && seqs[q][i]; i++) {
 				char path[512];
 				sbuf in, of = {0}, os = {0};
-				snprintf(path, sizeof(path), "%s/%s", corpus(),
+				snprintf(path, sizeof(path), "%s/%s", t_corpus(),
 				         seqs[q][i]);
-				REQUIRE(read_all(path, &in) == 0);
+				REQUIRE(t_read_file(path, &in.p, &in.len) == 0);
 				int rf = heapprof_delta_compute(fast, in.p, in.len, 0,
 				                                sbuf_write, &of);
 				int rs = heapprof_delta_compute(slow, in.p, in.len, 0,
@@ -924,7 +902,7 @@ main(void)
 	RUN(fast_and_decoded_forms_one_key);
 	RUN(steady_state_zero_allocations_synthetic);
 	char p[512];
-	snprintf(p, sizeof(p), "%s/fastdelta/big-heap.pprof", corpus());
+	snprintf(p, sizeof(p), "%s/fastdelta/big-heap.pprof", t_corpus());
 	FILE *f = fopen(p, "rb");
 	if (f) {
 		fclose(f);
@@ -932,7 +910,7 @@ main(void)
 		RUN(fast_paths_equal_exact_paths);
 	} else {
 		printf("SKIP steady_state_zero_allocations_corpus: no corpus at %s\n",
-		       corpus());
+		       t_corpus());
 	}
 	TEST_MAIN_END();
 }

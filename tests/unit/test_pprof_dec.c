@@ -8,6 +8,7 @@
 #include "gz.h"
 #include "pb.h"
 #include "pprof_dec.h"
+#include "pb_build.h"
 #include "test.h"
 
 /* ------------------------------------------------------------ builders */
@@ -23,22 +24,6 @@ take(pb_writer *w)
 {
 	buf b = {w->buf, w->len};
 	return b;
-}
-
-static void
-vt(pb_writer *w, uint32_t field, uint64_t type, uint64_t unit)
-{
-	heapprof__pb_begin(w, field);
-	heapprof__pb_uint_opt(w, 1, type);
-	heapprof__pb_uint_opt(w, 2, unit);
-	heapprof__pb_end(w);
-}
-
-static void
-strs(pb_writer *w, const char *const *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		heapprof__pb_bytes_field(w, 6, s[i], strlen(s[i]));
 }
 
 static const char *const S[] = {"", "alloc_objects", "count", "main", "f.c",
@@ -386,28 +371,6 @@ TEST(gzip_input_and_limits)
 
 /* ------------------------------------------------------------ corpus */
 
-static const char *
-corpus_dir(void)
-{
-	const char *c = getenv("HEAPPROF_CORPUS");
-	return c ? c : "../shared/corpus";
-}
-
-static int
-read_all(const char *path, buf *out)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -1;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	rewind(f);
-	out->p = malloc((size_t)n + 1);
-	out->len = fread(out->p, 1, (size_t)n, f);
-	fclose(f);
-	return out->len == (size_t)n ? 0 : -1;
-}
-
 static int have_corpus;
 
 TEST(corpus_parses)
@@ -430,8 +393,8 @@ TEST(corpus_parses)
 	for (size_t i = 0; i < HP_ARRAY_LEN(want); i++) {
 		char path[512];
 		buf b;
-		snprintf(path, sizeof(path), "%s/%s", corpus_dir(), want[i].file);
-		if (read_all(path, &b) < 0) {
+		snprintf(path, sizeof(path), "%s/%s", t_corpus(), want[i].file);
+		if (t_read_file(path, &b.p, &b.len) < 0) {
 			T_FAIL("cannot read %s", path);
 			continue;
 		}
@@ -446,8 +409,8 @@ TEST(corpus_parses)
 	/* legacy text is not profile.proto: rejected with a wire error */
 	char path[512];
 	buf b;
-	snprintf(path, sizeof(path), "%s/go/go_heap_basic.txt", corpus_dir());
-	if (read_all(path, &b) == 0) {
+	snprintf(path, sizeof(path), "%s/go/go_heap_basic.txt", t_corpus());
+	if (t_read_file(path, &b.p, &b.len) == 0) {
 		CHECK(heapprof__pprof_check(&d, b.p, b.len) < 0);
 		free(b.p);
 	}
@@ -462,8 +425,8 @@ TEST(corpus_truncation_and_corruption)
 	char path[512];
 	buf b;
 	snprintf(path, sizeof(path), "%s/fastdelta/heap.after.pprof",
-	         corpus_dir());
-	REQUIRE(read_all(path, &b) == 0);
+	         t_corpus());
+	REQUIRE(t_read_file(path, &b.p, &b.len) == 0);
 	pprof_dec d;
 	heapprof__pprof_dec_init(&d, NULL, NULL);
 	size_t ok = 0;
@@ -508,7 +471,7 @@ main(void)
 	RUN(error_concat);
 	RUN(gzip_input_and_limits);
 	char path[512];
-	snprintf(path, sizeof(path), "%s/fastdelta/big-heap.pprof", corpus_dir());
+	snprintf(path, sizeof(path), "%s/fastdelta/big-heap.pprof", t_corpus());
 	FILE *f = fopen(path, "rb");
 	have_corpus = f != NULL;
 	if (f)
@@ -518,7 +481,7 @@ main(void)
 		RUN(corpus_truncation_and_corruption);
 	} else {
 		printf("SKIP corpus_parses: no corpus at %s (set HEAPPROF_CORPUS)\n",
-		       corpus_dir());
+		       t_corpus());
 		printf("SKIP corpus_truncation_and_corruption: no corpus\n");
 	}
 	TEST_MAIN_END();

@@ -12,6 +12,7 @@
 #include "gz.h"
 #include "pb.h"
 #include "pprof_dec.h"
+#include "pb_build.h"
 #include "test.h"
 
 /* ------------------------------------------------------------ model */
@@ -101,15 +102,6 @@ put_raw(pb_writer *w, const void *p, size_t n)
 		memcpy(q, p, n);
 		heapprof__pb_advance(w, n);
 	}
-}
-
-static void
-vt(pb_writer *w, uint32_t field, uint64_t type, uint64_t unit)
-{
-	heapprof__pb_begin(w, field);
-	heapprof__pb_uint_opt(w, 1, type);
-	heapprof__pb_uint_opt(w, 2, unit);
-	heapprof__pb_end(w);
 }
 
 /* One record, framed by hand (so the framing can be made unusual). */
@@ -603,28 +595,6 @@ TEST(no_mappings_no_functions)
 
 /* ------------------------------------------------------------ corpus */
 
-static const char *
-corpus_dir(void)
-{
-	const char *c = getenv("HEAPPROF_CORPUS");
-	return c ? c : "../shared/corpus";
-}
-
-static int
-read_all(const char *path, buf *out)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -1;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	rewind(f);
-	out->p = malloc((size_t)n + 1);
-	out->len = fread(out->p, 1, (size_t)n, f);
-	fclose(f);
-	return out->len == (size_t)n ? 0 : -1;
-}
-
 static const char *const CORPUS[] = {
 	"fastdelta/big-heap.pprof", "fastdelta/stress-failure.before.pprof",
 	"fastdelta/stress-failure.after.pprof", "go/go_heap_delta_1.pb.gz",
@@ -635,8 +605,8 @@ TEST(corpus_sequences)
 	buf b[5];
 	for (int i = 0; i < 5; i++) {
 		char path[512];
-		snprintf(path, sizeof(path), "%s/%s", corpus_dir(), CORPUS[i]);
-		REQUIRE(read_all(path, &b[i]) == 0);
+		snprintf(path, sizeof(path), "%s/%s", t_corpus(), CORPUS[i]);
+		REQUIRE(t_read_file(path, &b[i].p, &b[i].len) == 0);
 	}
 	/* A A B A C C B C D D E D E A E B */
 	static const int seq[] = {0, 0, 1, 0, 2, 2, 1, 2, 3, 3,
@@ -664,14 +634,14 @@ main(void)
 	RUN(invalid_between_valid);
 	RUN(no_mappings_no_functions);
 	char path[512];
-	snprintf(path, sizeof(path), "%s/%s", corpus_dir(), CORPUS[0]);
+	snprintf(path, sizeof(path), "%s/%s", t_corpus(), CORPUS[0]);
 	FILE *f = fopen(path, "rb");
 	if (f) {
 		fclose(f);
 		RUN(corpus_sequences);
 	} else {
 		printf("SKIP corpus_sequences: no corpus at %s (set "
-		       "HEAPPROF_CORPUS)\n", corpus_dir());
+		       "HEAPPROF_CORPUS)\n", t_corpus());
 	}
 	TEST_MAIN_END();
 }
