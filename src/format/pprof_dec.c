@@ -466,19 +466,38 @@ validate(pprof_dec *d)
 	CHECK_STR(d, d->doc_url);
 	for (size_t i = 0; i < d->ncomments; i++)
 		CHECK_STR(d, d->comments[i]);
-	HP_TRY(idmap_build(d, &d->map_ids, d->maps, d->nmaps));
-	HP_TRY(idmap_build(d, &d->func_ids, d->funcs, d->nfuncs));
-	HP_TRY(idmap_build(d, &d->loc_ids, d->locs, d->nlocs));
+	pprof_snap *sn = &d->snap;
+	pprof_idmap *maps[3] = {&d->map_ids, &d->func_ids, &d->loc_ids};
 	/* Byte-identical records, as many strings: validated last time. */
-	if (d->snap.same && d->nmaps == d->snap.nmaps &&
-	    d->nlocs == d->snap.nlocs && d->nfuncs == d->snap.nfuncs &&
-	    d->nstrings == d->snap.nstrings) {
+	bool same = sn->same && d->nmaps == sn->nmaps && d->nlocs == sn->nlocs &&
+	            d->nfuncs == sn->nfuncs && d->nstrings == sn->nstrings;
+	if (same && sn->maps_gen == sn->gen) {
+		/* ... and the id maps built from them are still here. */
+		for (int k = 0; k < 3; k++) {
+			maps[k]->used = sn->maps_used[k];
+			maps[k]->dense = sn->maps_dense[k];
+		}
 		d->records_same = true;
 		return 0;
 	}
-	HP_TRY(heapprof__pprof_validate_records(d));
-	if (d->keep_records)
-		HP_TRY(heapprof__pprof_snap_save(d));
+	sn->maps_gen = 0;
+	HP_TRY(idmap_build(d, &d->map_ids, d->maps, d->nmaps));
+	HP_TRY(idmap_build(d, &d->func_ids, d->funcs, d->nfuncs));
+	HP_TRY(idmap_build(d, &d->loc_ids, d->locs, d->nlocs));
+	if (same) {
+		d->records_same = true;
+	} else {
+		HP_TRY(heapprof__pprof_validate_records(d));
+		if (d->keep_records)
+			HP_TRY(heapprof__pprof_snap_save(d));
+	}
+	if (d->keep_records && sn->valid) {
+		sn->maps_gen = sn->gen;
+		for (int k = 0; k < 3; k++) {
+			sn->maps_used[k] = maps[k]->used;
+			sn->maps_dense[k] = maps[k]->dense;
+		}
+	}
 	return 0;
 }
 

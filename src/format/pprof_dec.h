@@ -150,6 +150,11 @@ typedef struct pprof_snap {
 	size_t nsegs, segcap;
 	size_t kseg[4], seg_at[3];
 	size_t kmax[3]; /* most records in one segment, per kind */
+	/* The id maps were built from exactly the snapshot's records
+	 * (maps_gen == gen): an open with the same records reuses them. */
+	uint64_t maps_gen;
+	size_t maps_used[3];
+	bool maps_dense[3];
 	uint64_t gen; /* bumped by every save */
 	bool valid, same;
 } pprof_snap;
