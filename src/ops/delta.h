@@ -92,7 +92,10 @@ struct heapprof_delta {
 	bool raw_ok, have_dict;
 	uint64_t dict_gen; /* decoder snapshot the raw records belong to */
 	unsigned dict_changes; /* consecutive calls with a new dictionary */
-	uint8_t *ps;       /* the last dictionary's strings, concatenated */
+	/* the last dictionary's strings: its string-table fields as they
+	 * were (ps_region), else the strings concatenated (ps_lens) */
+	uint8_t *ps;
+	bool ps_region;
 	size_t ps_len, ps_cap;
 	uint32_t *ps_lens;
 	size_t ps_n, ps_lcap;

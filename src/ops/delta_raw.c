@@ -41,6 +41,27 @@ heapprof__delta_raw_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->ps_lens, d->ps_lcap * 4);
 }
 
+/* The byte range of the input's string table when its strings are
+ * consecutive fields (tag, minimal length, bytes), as every pprof writer
+ * puts them; false otherwise. */
+static bool
+string_region(const pprof_dec *dec, size_t *start, size_t *end)
+{
+	size_t n = dec->nstrings, at = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t hdr = 1 + heapprof__pb_varint_size(dec->str.len[i]);
+		size_t s0 = dec->str.off[i] - hdr;
+		if (dec->str.off[i] < hdr || dec->buf[s0] != 0x32 ||
+		    (i && s0 != at))
+			return false;
+		if (i == 0)
+			*start = s0;
+		at = (size_t)dec->str.off[i] + dec->str.len[i];
+	}
+	*end = at;
+	return n != 0;
+}
+
 /* True if the input's locations and strings are the snapshot's. */
 static bool
 same_dict(const heapprof_delta *d)
@@ -52,6 +73,17 @@ same_dict(const heapprof_delta *d)
 	if (!d->have_dict || !dec->records_same ||
 	    dec->snap.gen != d->dict_gen || dec->nstrings != d->ps_n)
 		return false;
+	if (d->ps_region) {
+		/* The stored table was n consecutive string fields: the same
+		 * bytes from the input's first string on are the same n
+		 * strings. */
+		size_t n = dec->nstrings;
+		size_t hdr = 1 + heapprof__pb_varint_size(dec->str.len[0]);
+		size_t s0 = dec->str.off[0] - hdr;
+		size_t e = (size_t)dec->str.off[n - 1] + dec->str.len[n - 1];
+		return dec->str.off[0] >= hdr && e - s0 == d->ps_len &&
+		       memcmp(dec->buf + s0, d->ps, d->ps_len) == 0;
+	}
 	size_t off = 0;
 	for (size_t i = 0; i < dec->nstrings; i++) {
 		size_t l;
@@ -69,24 +101,35 @@ snapshot(heapprof_delta *d)
 	const pprof_dec *dec = &d->dec;
 	if (!dec->snap.valid)
 		return 0; /* no record snapshot: no raw cache this call */
-	size_t total = 0;
-	for (size_t i = 0; i < dec->nstrings; i++) {
-		size_t l;
-		heapprof__pprof_string(dec, i, &l);
-		total += l;
-	}
-	HP_TRY(heapprof__delta_grow(d, &d->ps_lens, &d->ps_lcap,
-	                            dec->nstrings + 1, 4));
-	HP_TRY(heapprof__delta_grow(d, &d->ps, &d->ps_cap, total + 1, 1));
-	size_t off = 0;
-	for (size_t i = 0; i < dec->nstrings; i++) {
-		size_t l;
-		const char *s = heapprof__pprof_string(dec, i, &l);
-		memcpy(d->ps + off, s, l);
-		d->ps_lens[i] = (uint32_t)l;
-		off += l;
-	}
+	size_t rs, re;
 	d->ps_n = dec->nstrings;
+	d->ps_region = string_region(dec, &rs, &re);
+	if (d->ps_region) {
+		HP_TRY(heapprof__delta_grow(d, &d->ps, &d->ps_cap, re - rs + 1,
+		                            1));
+		memcpy(d->ps, dec->buf + rs, re - rs);
+		d->ps_len = re - rs;
+	} else {
+		size_t total = 0;
+		for (size_t i = 0; i < dec->nstrings; i++) {
+			size_t l;
+			heapprof__pprof_string(dec, i, &l);
+			total += l;
+		}
+		HP_TRY(heapprof__delta_grow(d, &d->ps_lens, &d->ps_lcap,
+		                            dec->nstrings + 1, 4));
+		HP_TRY(heapprof__delta_grow(d, &d->ps, &d->ps_cap, total + 1,
+		                            1));
+		size_t off = 0;
+		for (size_t i = 0; i < dec->nstrings; i++) {
+			size_t l;
+			const char *s = heapprof__pprof_string(dec, i, &l);
+			memcpy(d->ps + off, s, l);
+			d->ps_lens[i] = (uint32_t)l;
+			off += l;
+		}
+		d->ps_len = off;
+	}
 	d->dict_gen = dec->snap.gen;
 	d->have_dict = true;
 	return 0;

@@ -616,6 +616,36 @@ TEST(unchanged_values_path)
 	heapprof_delta_free(d);
 }
 
+/* Profiles that differ only in one string's bytes (a label value, same
+ * length, same table layout) are not one dictionary: the raw cache must
+ * not take the second's samples for the first's keys. */
+TEST(raw_cache_string_change)
+{
+	const tsample sx[] = {{{0xa1}, 1, {10, 100, 0, 0}, "x", NULL, 0}};
+	const tsample sy[] = {{{0xa1}, 1, {10, 100, 0, 0}, "y", NULL, 0}};
+	tprof px = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, sx, 1, 1, 0};
+	tprof py = {{NAMES[0], NAMES[1], NAMES[2], NAMES[3]}, 4, sy, 1, 1, 0};
+	const tprof *seq[] = {&px, &px, &py, &py, &px};
+	const char *lab[] = {"x;", NULL, "y;", NULL, NULL};
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	for (size_t i = 0; i < HP_ARRAY_LEN(seq); i++) {
+		sbuf o;
+		result r;
+		REQUIRE_OK(run(d, seq[i], &o, 0));
+		REQUIRE_OK(collect(&o, NAMES, 4, &r));
+		free(o.p);
+		if (!lab[i]) {
+			CHECK_EQ(r.n, 0); /* as last time for that label */
+			continue;
+		}
+		REQUIRE(r.n == 1);
+		CHECK(!strcmp(r.rows[0].labels, lab[i]));
+		CHECK_EQ(r.rows[0].v[0], 10);
+	}
+	heapprof_delta_free(d);
+}
+
 /* The same values bytes under another sample-type order (same string
  * table, same records) mean other values: no unchanged path across it. */
 TEST(unchanged_values_type_layout)
@@ -899,6 +929,7 @@ main(void)
 	RUN(cache_survives_renumbered_tables);
 	RUN(unchanged_values_path);
 	RUN(unchanged_values_type_layout);
+	RUN(raw_cache_string_change);
 	RUN(fast_and_decoded_forms_one_key);
 	RUN(steady_state_zero_allocations_synthetic);
 	char p[512];
