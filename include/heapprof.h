@@ -230,8 +230,10 @@ typedef struct heapprof_delta_options {
 	 * contentions, delay. Every other type is passed through as is. */
 	const char *const *types;
 	size_t ntypes;
-	/* A stack (with labels) absent from this many consecutive profiles
-	 * is forgotten; if it comes back it counts from zero. 0: 16. */
+	/* A stack (with labels) absent from a profile keeps its last values:
+	 * if it comes back, the delta is against those (as fastdelta does).
+	 * Absent from this many consecutive profiles, it is forgotten and
+	 * counts from zero if it comes back. 0: 16. */
 	unsigned max_age;
 	size_t max_input; /* inflated input limit; 0: 1 GiB */
 	heapprof_realloc_fn *realloc_fn; /* NULL: libc */
