@@ -232,8 +232,10 @@ typedef struct heapprof_delta_options {
 	size_t ntypes;
 	/* A stack (with labels) absent from a profile keeps its last values:
 	 * if it comes back, the delta is against those (as fastdelta does).
-	 * Absent from this many consecutive profiles, it is forgotten and
-	 * counts from zero if it comes back. 0: 16. */
+	 * Absent from at least this many consecutive profiles, it may be
+	 * forgotten: such stacks are dropped together, once they are a
+	 * quarter of all; a forgotten stack that comes back counts from
+	 * zero. 0: 16. */
 	unsigned max_age;
 	size_t max_input; /* inflated input limit; 0: 1 GiB */
 	heapprof_realloc_fn *realloc_fn; /* NULL: libc */

@@ -340,6 +340,8 @@ heapprof__delta_slow_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	uint32_t kid;
 	int64_t fv[DELTA_RAW_MAXT];
 	const int64_t *vals = fv;
+	if (len >= DELTA_ITEM_SAME)
+		return HEAPPROF_ETOOBIG; /* an item's length must fit 31 bits */
 	int rc = d->slow_only & DELTA_SLOW_NOKEY ? 0
 	                                         : fast_key(d, off, len, &kid, fv);
 	if (rc < 0)

@@ -319,6 +319,8 @@ heapprof__delta_raw_pass(heapprof_delta *d)
 			blen = f.len;
 		}
 		d->last_in++;
+		if (blen >= DELTA_ITEM_SAME)
+			return HEAPPROF_ETOOBIG; /* its length must fit 31 bits */
 		uint32_t off = (uint32_t)(body - base);
 		/* The key that followed the previous one last time, else the
 		 * next key id. */
@@ -380,6 +382,9 @@ heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
 {
 	const uint8_t *body = d->dec.buf + off, *hard = d->dec.buf + d->dec.len;
 	const uint8_t *vs = NULL, *ve = NULL, *vd = NULL;
+	/* Whatever happens below, values stored for this key by an earlier
+	 * call no longer stand for what this call commits. */
+	d->kraw[kid].flags = 0;
 	if (split(body, len, hard, &vs, &ve, &vd) < 0)
 		return 0;
 	size_t la = (size_t)(vs - body), lb = (size_t)(body + len - ve);
