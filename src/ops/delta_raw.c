@@ -423,9 +423,8 @@ heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
 	r->flags = 0;
 	/* A second sample of the key this call: no single stored values. */
 	if (vl <= vcap && d->kgen[kid] != d->gen) {
-		bool z = true;
-		for (size_t t = 0; t < d->dec.ntypes; t++)
-			z &= d->slot[t] >= 0 || values[t] == 0;
+		bool z = heapprof__delta_nonsub_zero(
+			d, (const uint64_t *)(const void *)values);
 		memcpy(d->raw + r->off + n, vd, vl);
 		r->vl = (uint8_t)vl;
 		r->flags = DELTA_KRAW_VALS | (z ? DELTA_KRAW_NZ0 : 0);
