@@ -92,8 +92,11 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	const char *const *names = opt->types ? opt->types : default_types;
 	size_t n = opt->types ? opt->ntypes : HP_ARRAY_LEN(default_types);
 	d->names = rf(d->rctx, NULL, 0, (n ? n : 1) * sizeof(char *));
-	if (!d->names)
+	d->ncol = rf(d->rctx, NULL, 0, (n ? n : 1) * sizeof(int32_t));
+	if (!d->names || !d->ncol)
 		goto nomem;
+	for (size_t i = 0; i < n; i++)
+		d->ncol[i] = -1;
 	for (size_t i = 0; i < n; i++) {
 		if (!names[i]) {
 			d->nnames = i;
@@ -125,10 +128,13 @@ heapprof_delta_free(heapprof_delta *d)
 		d->rf(d->rctx, d->names[i], strlen(d->names[i]) + 1, 0);
 	heapprof__delta_release(d, &d->names,
 	                        (d->nnames ? d->nnames : 1) * sizeof(char *));
+	heapprof__delta_release(d, &d->ncol,
+	                        (d->nnames ? d->nnames : 1) * sizeof(int32_t));
 	heapprof__dt_free(&d->frames);
 	heapprof__dt_free(&d->labelsets);
 	heapprof__dt_free(&d->keys);
-	heapprof__delta_release(d, &d->prev, d->kcap * d->nnames * sizeof(int64_t));
+	heapprof__delta_release(d, &d->prev,
+	                        heapprof__delta_prev_bytes(d, d->kcap));
 	heapprof__delta_release(d, &d->kgen, d->kcap * sizeof(uint32_t));
 	heapprof__delta_release(d, &d->kpos, d->kcap * sizeof(uint32_t));
 	heapprof__delta_raw_free(d);
@@ -176,7 +182,8 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	size_t b = heapprof__dt_memory(&d->frames) +
 	           heapprof__dt_memory(&d->labelsets) +
 	           heapprof__dt_memory(&d->keys);
-	b += d->kcap * (d->nnames * 8 + 8 + sizeof(delta_kraw));
+	b += heapprof__delta_prev_bytes(d, d->kcap) +
+	     d->kcap * (8 + sizeof(delta_kraw));
 	b += d->raw_cap + d->ps_cap + d->ps_lcap * 4;
 	b += d->dec.snap.cap + d->dec.snap.rcap * (sizeof(pprof_rec) + 8) +
 	     d->dec.snap.segcap * sizeof(pprof_seg);
@@ -220,7 +227,7 @@ subtracted(const heapprof_delta *d, uint32_t *ti, uint32_t *si)
 	for (size_t t = 0; t < d->dec.ntypes; t++)
 		if (d->slot[t] >= 0) {
 			ti[n] = (uint32_t)t;
-			si[n++] = (uint32_t)d->slot[t];
+			si[n++] = (uint32_t)d->ncol[d->slot[t]];
 		}
 	return n;
 }
@@ -230,7 +237,7 @@ static int
 emit(heapprof_delta *d)
 {
 	pprof_dec *dec = &d->dec;
-	size_t nt = dec->ntypes, nn = d->nnames;
+	size_t nt = dec->ntypes, nn = d->npcols;
 	uint32_t *ti = d->sub, *si = d->sub + nt;
 	size_t ns = subtracted(d, ti, si);
 	uint64_t *outv = (uint64_t *)d->outv;
@@ -279,7 +286,7 @@ emit(heapprof_delta *d)
 static void
 commit(heapprof_delta *d)
 {
-	size_t nt = d->dec.ntypes, nn = d->nnames;
+	size_t nt = d->dec.ntypes, nn = d->npcols;
 	uint32_t *ti = d->sub, *si = d->sub + nt;
 	size_t ns = subtracted(d, ti, si);
 	for (size_t i = 0; i < d->nitems; i++) {
@@ -300,8 +307,8 @@ compact(heapprof_delta *d, size_t live)
 	heapprof__dt_init(&nf, d->rf, d->rctx);
 	heapprof__dt_init(&nl, d->rf, d->rctx);
 	heapprof__dt_init(&nk, d->rf, d->rctx);
-	size_t nn = d->nnames, cap = live ? live : 1;
-	int64_t *prev = d->rf(d->rctx, NULL, 0, cap * nn * 8 + 8);
+	size_t nn = d->npcols, cap = live ? live : 1;
+	int64_t *prev = d->rf(d->rctx, NULL, 0, heapprof__delta_prev_bytes(d, cap));
 	uint32_t *kgen = d->rf(d->rctx, NULL, 0, cap * 4);
 	uint32_t *kpos = d->rf(d->rctx, NULL, 0, cap * 4);
 	delta_kraw *kraw = d->rf(d->rctx, NULL, 0, cap * sizeof(delta_kraw));
@@ -343,7 +350,8 @@ compact(heapprof_delta *d, size_t live)
 		heapprof__dt_free(&nl);
 		heapprof__dt_free(&nk);
 		if (prev)
-			d->rf(d->rctx, prev, cap * nn * 8 + 8, 0);
+			d->rf(d->rctx, prev, heapprof__delta_prev_bytes(d, cap),
+			      0);
 		if (kgen)
 			d->rf(d->rctx, kgen, cap * 4, 0);
 		if (kpos)
@@ -356,7 +364,8 @@ compact(heapprof_delta *d, size_t live)
 	heapprof__dt_free(&d->frames);
 	heapprof__dt_free(&d->labelsets);
 	heapprof__dt_free(&d->keys);
-	heapprof__delta_release(d, &d->prev, d->kcap * nn * 8 + 8);
+	heapprof__delta_release(d, &d->prev,
+	                        heapprof__delta_prev_bytes(d, d->kcap));
 	heapprof__delta_release(d, &d->kgen, d->kcap * 4);
 	heapprof__delta_release(d, &d->kpos, d->kcap * 4);
 	heapprof__delta_release(d, &d->kraw, d->kcap * sizeof(delta_kraw));
@@ -388,6 +397,30 @@ maybe_evict(heapprof_delta *d)
 	return compact(d, d->keys.n - dead);
 }
 
+/* Gives subtracted name k a column of prev[], zero for every key (a name
+ * no profile has matched yet was never subtracted). */
+static int
+add_column(heapprof_delta *d, size_t k)
+{
+	size_t nn = d->npcols, rows = d->prev ? d->kcap : 0;
+	size_t old = d->prev ? heapprof__delta_prev_bytes(d, rows) : 0;
+	d->npcols = nn + 1;
+	int64_t *p = d->rf(d->rctx, NULL, 0, heapprof__delta_prev_bytes(d, rows));
+	d->npcols = nn;
+	if (!p)
+		return -ENOMEM;
+	for (size_t r = 0; r < rows; r++) {
+		memcpy(p + r * (nn + 1), d->prev + r * nn, nn * 8);
+		p[r * (nn + 1) + nn] = 0;
+	}
+	if (d->prev)
+		d->rf(d->rctx, d->prev, old, 0);
+	d->prev = p;
+	d->ncol[k] = (int32_t)nn;
+	d->npcols = nn + 1;
+	return 0;
+}
+
 /* Per-call setup: type slots and per-location caches. */
 static int
 prepare(heapprof_delta *d)
@@ -417,6 +450,8 @@ prepare(heapprof_delta *d)
 		for (size_t u = 0; u < t && d->slot[t] >= 0; u++)
 			if (d->slot[u] == d->slot[t])
 				d->slot[t] = -1;
+		if (d->slot[t] >= 0 && d->ncol[d->slot[t]] < 0)
+			HP_TRY(add_column(d, (size_t)d->slot[t]));
 	}
 	/* Stored values stand for committed ones only under the same type
 	 * layout. */

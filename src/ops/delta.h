@@ -71,11 +71,16 @@ struct heapprof_delta {
 	/* configuration */
 	char **names; /* subtracted type names */
 	size_t nnames;
+	/* prev[] holds a column only for the names a profile has matched so
+	 * far (a heap stream matches 2 of the 4 default names): ncol[name]
+	 * is its column or -1, npcols columns in all. */
+	int32_t *ncol;
+	size_t npcols;
 	unsigned max_age;
 
 	/* stream state */
 	dt_table frames, labelsets, keys;
-	int64_t *prev;   /* keys.n x nnames: values of the previous profile */
+	int64_t *prev;   /* keys.n x npcols: values of the previous profile */
 	uint32_t *kgen;  /* call in which each key was last seen */
 	uint32_t *kpos;  /* its item index in that call */
 	size_t kcap;
@@ -140,6 +145,13 @@ struct heapprof_delta {
 	heapprof_write_fn *write;
 	void *write_arg;
 };
+
+/* Bytes of a prev[] array of cap rows (one spare word: never 0 bytes). */
+HP_INLINE size_t
+heapprof__delta_prev_bytes(const heapprof_delta *d, size_t cap)
+{
+	return cap * d->npcols * 8 + 8;
+}
 
 /* Grows a scratch array to hold `need` elements (doubling). */
 int heapprof__delta_grow(heapprof_delta *d, void *pp, size_t *cap, size_t need,

@@ -144,8 +144,9 @@ keys_room(heapprof_delta *d, size_t n)
 	size_t c = d->kcap ? d->kcap + d->kcap / 4 : 256;
 	if (c < n)
 		c = n + n / 8;
-	size_t nn = d->nnames;
-	int64_t *p = d->rf(d->rctx, d->prev, d->kcap * nn * 8, c * nn * 8 + 8);
+	int64_t *p = d->rf(d->rctx, d->prev,
+	                   d->prev ? heapprof__delta_prev_bytes(d, d->kcap) : 0,
+	                   heapprof__delta_prev_bytes(d, c));
 	if (!p)
 		return -ENOMEM;
 	d->prev = p;
@@ -177,7 +178,7 @@ intern_key(heapprof_delta *d, size_t klen, uint32_t *kidp)
 		return rc;
 	if (rc == 1) {
 		HP_TRY(keys_room(d, d->keys.n));
-		memset(d->prev + (size_t)kid * d->nnames, 0, d->nnames * 8);
+		memset(d->prev + (size_t)kid * d->npcols, 0, d->npcols * 8);
 		d->kgen[kid] = d->gen - 1;
 		d->kraw[kid].len = DELTA_RAW_NONE;
 		d->kraw[kid].next = DELTA_NONE;
