@@ -83,6 +83,8 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	heapprof__dt_init(&d->frames, rf, d->rctx);
 	heapprof__dt_init(&d->labelsets, rf, d->rctx);
 	heapprof__dt_init(&d->keys, rf, d->rctx);
+	d->keys.eq = heapprof__delta_key_eq;
+	d->keys.eq_ctx = d;
 	heapprof__pprof_dec_init(&d->dec, rf, d->rctx);
 	d->dec.keep_records = true;
 	if (opt->max_input)
@@ -164,6 +166,7 @@ heapprof_delta_reset(heapprof_delta *d)
 	heapprof__dt_clear(&d->frames);
 	heapprof__dt_clear(&d->labelsets);
 	heapprof__dt_clear(&d->keys);
+	d->nrawonly = 0;
 	heapprof__delta_raw_invalidate(d);
 	d->have_prev = false;
 	d->prev_time = 0;
@@ -304,9 +307,13 @@ static int
 compact(heapprof_delta *d, size_t live)
 {
 	dt_table nf, nl, nk;
+	/* Every key by its content: the raw records go below. */
+	HP_TRY(heapprof__delta_materialize(d));
 	heapprof__dt_init(&nf, d->rf, d->rctx);
 	heapprof__dt_init(&nl, d->rf, d->rctx);
 	heapprof__dt_init(&nk, d->rf, d->rctx);
+	nk.eq = d->keys.eq;
+	nk.eq_ctx = d->keys.eq_ctx;
 	size_t nn = d->npcols, cap = live ? live : 1;
 	int64_t *prev = d->rf(d->rctx, NULL, 0, heapprof__delta_prev_bytes(d, cap));
 	uint32_t *kgen = d->rf(d->rctx, NULL, 0, cap * 4);
@@ -458,9 +465,10 @@ prepare(heapprof_delta *d)
 	if (nt != d->last_nt ||
 	    (nt && memcmp(d->slot, d->last_slot, nt * sizeof(int32_t)) != 0))
 		heapprof__delta_raw_novals(d);
+	/* loc_frame[] is reset by raw_prepare unless the dictionary is the
+	 * last one (raw-only keys need it then). */
 	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
 	                            dec->nlocs + 1, 4));
-	memset(d->loc_frame, 0xff, dec->nlocs * 4);
 	return heapprof__delta_raw_prepare(d);
 }
 

@@ -96,6 +96,10 @@ struct heapprof_delta {
 	uint32_t khead, klast; /* first key of the last call; previous key */
 	bool raw_ok, have_dict;
 	uint64_t dict_gen; /* decoder snapshot the raw records belong to */
+	/* The raw dictionary's location ids are 1..dict_nlocs in order, so
+	 * keys may be raw-only (delta_key.c); nrawonly of them are. */
+	bool dict_seq;
+	size_t dict_nlocs, nrawonly;
 	unsigned dict_changes; /* consecutive calls with a new dictionary */
 	/* the last dictionary's strings: its string-table fields as they
 	 * were (ps_region), else the strings concatenated (ps_lens) */
@@ -105,6 +109,7 @@ struct heapprof_delta {
 	uint32_t *ps_lens;
 	size_t ps_n, ps_lcap;
 	uint64_t raw_hits;
+	uint64_t raw_restarts; /* raw arena started over (tests) */
 
 	delta_lcache lcache[DELTA_LCACHE];
 
@@ -114,6 +119,8 @@ struct heapprof_delta {
 	size_t loc_frame_cap;
 	uint32_t *keybuf;
 	size_t keybuf_cap;
+	uint32_t *rwbuf; /* a raw-only key's content (delta_key.c) */
+	size_t rwbuf_cap;
 	uint8_t *bbuf;
 	size_t bbuf_cap;
 	uint32_t *lorder; /* label sort order */
@@ -183,6 +190,14 @@ heapprof__delta_raw_link(heapprof_delta *d, uint32_t kid)
 		d->kraw[d->klast].next = kid;
 	d->klast = kid;
 }
+
+/* Raw-only keys (delta_key.c). The table's eq hook; and materialize,
+ * which gives every raw-only key its content bytes: called while the raw
+ * records and loc_frame[] are still those of the raw dictionary, before
+ * they go. */
+int heapprof__delta_key_eq(void *ctx, uint32_t kid, const void *key,
+                           size_t len);
+int heapprof__delta_materialize(heapprof_delta *d);
 
 /* The slow path for one sample (delta.c): full decode, key by content,
  * raw record for the next call, values added. */

@@ -7,6 +7,15 @@
  * dt_tables that compare bytes exactly. Samples in the usual wire form are
  * read straight from their bytes; anything else goes through the decoder,
  * which validates it.
+ *
+ * Raw-only keys. A key first seen in a profile whose raw records the raw
+ * cache keeps, under a dictionary whose location ids are 1..n in order,
+ * keeps only its label set id of its content (4 bytes instead of about
+ * 50): while that dictionary lasts, its raw record's location ids are its
+ * frames, through loc_frame[] (kept across calls with the same dictionary;
+ * location id v is index v - 1). Before the records go (a new dictionary,
+ * compaction, the raw arena started over) every such key gets its content
+ * bytes back.
  */
 #include <errno.h>
 #include <string.h>
@@ -167,7 +176,82 @@ keys_room(heapprof_delta *d, size_t n)
 	return 0;
 }
 
-/* Interns the key in keybuf (klen words); new keys get their rows. */
+/* A raw-only key's content (label set id, frame ids) into rwbuf from its
+ * kept label set id and its raw record: the number of words, or a
+ * negative error. */
+static long
+raw_words(heapprof_delta *d, uint32_t kid)
+{
+	const delta_kraw *r = &d->kraw[kid];
+	if (r->len == DELTA_RAW_NONE)
+		return -EFAULT; /* cannot happen: records go after materialize */
+	const uint8_t *p = d->raw + r->off, *e = p + r->len;
+	HP_TRY(heapprof__delta_grow(d, &d->rwbuf, &d->rwbuf_cap,
+	                            (size_t)r->len + 2, 4));
+	uint32_t *w = d->rwbuf;
+	size_t n = 0, bl;
+	memcpy(&w[n++], heapprof__dt_bytes(&d->keys, kid, &bl), 4);
+	while (p < e) {
+		uint8_t tag = *p++;
+		const uint8_t *fe = e;
+		uint64_t v;
+		if (tag == 0x0a || tag == 0x1a) {
+			if (rd_varint(&p, e, &v) < 0 || v > (uint64_t)(e - p))
+				return -EFAULT;
+			fe = p + v;
+			if (tag == 0x1a) {
+				p = fe; /* labels: the kept label set */
+				continue;
+			}
+		} else if (tag != 0x08) {
+			return -EFAULT; /* split() takes no other field */
+		}
+		do {
+			if (rd_varint(&p, fe, &v) < 0 || v == 0 ||
+			    v > d->dict_nlocs)
+				return -EFAULT;
+			uint32_t f = d->loc_frame[v - 1];
+			if (f == DELTA_NONE)
+				return -EFAULT; /* set when the key was made */
+			w[n++] = f;
+		} while (tag == 0x0a && p < fe);
+	}
+	return (long)n;
+}
+
+int
+heapprof__delta_key_eq(void *ctx, uint32_t kid, const void *key, size_t len)
+{
+	heapprof_delta *d = ctx;
+	long n = raw_words(d, kid);
+	if (n < 0)
+		return (int)n;
+	return (size_t)n * 4 == len && memcmp(d->rwbuf, key, len) == 0;
+}
+
+int
+heapprof__delta_materialize(heapprof_delta *d)
+{
+	if (!d->nrawonly)
+		return 0;
+	for (uint32_t k = 0; k < d->keys.n; k++) {
+		if (!heapprof__dt_partial(&d->keys, k))
+			continue;
+		long n = raw_words(d, k);
+		if (n < 0)
+			return (int)n;
+		size_t bl;
+		heapprof__dt_bytes(&d->keys, k, &bl);
+		if ((size_t)n * 4 != bl)
+			return -EFAULT; /* cannot happen: its content is its own */
+		HP_TRY(heapprof__dt_set_bytes(&d->keys, k, d->rwbuf));
+	}
+	d->nrawonly = 0;
+	return 0;
+}
+
+/* Interns the key in keybuf (klen words); new keys get their rows.
+ * Returns 1 if the key is new, 0 if not, or a negative error. */
 static int
 intern_key(heapprof_delta *d, size_t klen, uint32_t *kidp)
 {
@@ -185,7 +269,7 @@ intern_key(heapprof_delta *d, size_t klen, uint32_t *kidp)
 		d->kraw[kid].flags = 0;
 	}
 	*kidp = kid;
-	return 0;
+	return rc;
 }
 
 /* The key of a decoded sample (slow path: exact identity by content). */
@@ -330,8 +414,8 @@ fast_key(heapprof_delta *d, uint32_t off, uint32_t len, uint32_t *kidp,
 		HP_TRY(labelset_one(d, &lb, &d->keybuf[0]));
 	else
 		d->keybuf[0] = DELTA_NONE;
-	HP_TRY(intern_key(d, nf + 1, kidp));
-	return 1;
+	int rc = intern_key(d, nf + 1, kidp);
+	return rc < 0 ? rc : 1 + rc;
 }
 
 int
@@ -343,17 +427,27 @@ heapprof__delta_slow_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	const int64_t *vals = fv;
 	if (len >= DELTA_ITEM_SAME)
 		return HEAPPROF_ETOOBIG; /* an item's length must fit 31 bits */
+	/* fast_key: 0 (not its form), 1 + (1 if a new key); key_of: 0/1 */
 	int rc = d->slow_only & DELTA_SLOW_NOKEY ? 0
 	                                         : fast_key(d, off, len, &kid, fv);
 	if (rc < 0)
 		return rc;
 	if (rc == 0) {
 		HP_TRY(heapprof__pprof_sample_at(&d->dec, off, len, &s));
-		HP_TRY(key_of(d, &s, &kid));
+		rc = key_of(d, &s, &kid);
+		if (rc < 0)
+			return rc;
 		vals = s.values;
+		rc++;
 	}
-	if (d->raw_ok)
+	bool inserted = rc == 2;
+	if (d->raw_ok) {
 		HP_TRY(heapprof__delta_raw_record(d, kid, off, len, vals));
+		if (inserted && d->dict_seq &&
+		    d->kraw[kid].len != DELTA_RAW_NONE &&
+		    heapprof__dt_trim_bytes(&d->keys, kid, 4))
+			d->nrawonly++;
+	}
 	heapprof__delta_raw_link(d, kid);
 	return heapprof__delta_add_values(d, kid, off, len, vals);
 }

@@ -132,6 +132,10 @@ snapshot(heapprof_delta *d)
 	}
 	d->dict_gen = dec->snap.gen;
 	d->have_dict = true;
+	d->dict_nlocs = dec->nlocs;
+	d->dict_seq = true;
+	for (size_t i = 0; i < dec->nlocs && d->dict_seq; i++)
+		d->dict_seq = dec->locs[i].id == i + 1;
 	return 0;
 }
 
@@ -151,7 +155,11 @@ heapprof__delta_raw_prepare(heapprof_delta *d)
 		d->dict_changes = 0;
 		return 0;
 	}
+	/* The last dictionary's records and frames are still here. */
+	HP_TRY(heapprof__delta_materialize(d));
 	heapprof__delta_raw_invalidate(d);
+	d->dict_seq = false;
+	memset(d->loc_frame, 0xff, dec->nlocs * 4);
 	d->raw_ok = false;
 	if (!ok)
 		return 0;
@@ -404,6 +412,8 @@ heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
 		if (d->raw_garbage > 65536 && d->raw_garbage * 2 > d->raw_len) {
 			/* Mostly dead bytes: start over (keeps capacity). */
 			uint32_t head = d->khead;
+			HP_TRY(heapprof__delta_materialize(d));
+			d->raw_restarts++;
 			heapprof__delta_raw_invalidate(d);
 			d->khead = head;
 			d->have_dict = true;

@@ -6,6 +6,11 @@
  * (canonical sorted labels) and sample keys (label set id + frame ids).
  * All memory comes from a realloc hook; lookups of existing keys allocate
  * nothing.
+ *
+ * An entry may keep only a prefix of its bytes (len flag DT_PARTIAL): its
+ * owner holds the rest in another form and compares through the table's
+ * eq hook (the delta computer's keys known by their raw sample bytes,
+ * delta_key.c).
  */
 #ifndef HEAPPROF_DELTA_TABLE_H
 #define HEAPPROF_DELTA_TABLE_H
@@ -21,6 +26,11 @@ typedef struct dt_entry {
 	uint32_t off, len; /* bytes in the arena */
 } dt_entry;
 
+#define DT_PARTIAL 0x80000000u
+
+/* Entry `id` (partial) equals key[len]: 1, 0, or a negative error. */
+typedef int dt_eq_fn(void *ctx, uint32_t id, const void *key, size_t len);
+
 typedef struct dt_table {
 	uint32_t *slots; /* id + 1, 0 = empty; open addressing */
 	size_t nslots;   /* power of two */
@@ -30,6 +40,8 @@ typedef struct dt_table {
 	size_t alen, acap;
 	pb_realloc_fn *rf;
 	void *rctx;
+	dt_eq_fn *eq; /* for partial entries */
+	void *eq_ctx;
 } dt_table;
 
 void heapprof__dt_init(dt_table *t, pb_realloc_fn *rf, void *rctx);
@@ -44,10 +56,25 @@ uint64_t heapprof__dt_hash(const void *p, size_t n);
 int heapprof__dt_intern(dt_table *t, const void *key, size_t len,
                         uint64_t hash, uint32_t *id);
 
+/* Keeps only the first `keep` bytes of entry id if it is the last one
+ * inserted (its bytes the arena's last): it keeps its hash and length and
+ * compares through t->eq. True if done. */
+bool heapprof__dt_trim_bytes(dt_table *t, uint32_t id, size_t keep);
+/* Gives partial entry id all its bytes again (its len of them): 0 or
+ * -ENOMEM. */
+int heapprof__dt_set_bytes(dt_table *t, uint32_t id, const void *key);
+
+HP_INLINE bool
+heapprof__dt_partial(const dt_table *t, uint32_t id)
+{
+	return t->ents[id].len & DT_PARTIAL;
+}
+
+/* Entry id's bytes (a partial entry: its prefix). */
 static inline const uint8_t *
 heapprof__dt_bytes(const dt_table *t, uint32_t id, size_t *len)
 {
-	*len = t->ents[id].len;
+	*len = t->ents[id].len & ~DT_PARTIAL;
 	return t->arena + t->ents[id].off;
 }
 
