@@ -469,6 +469,7 @@ prepare(heapprof_delta *d)
 	 * last one (raw-only keys need it then). */
 	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
 	                            dec->nlocs + 1, 4));
+	HP_TRY(heapprof__delta_reserve(d));
 	return heapprof__delta_raw_prepare(d);
 }
 

@@ -191,6 +191,11 @@ heapprof__delta_raw_link(heapprof_delta *d, uint32_t kid)
 	d->klast = kid;
 }
 
+/* A first fill (no keys yet) of a profile of known size: the key tables,
+ * per-key arrays and raw arena sized once for its samples, so that they
+ * are not grown (and copied) sample by sample. */
+int heapprof__delta_reserve(heapprof_delta *d);
+
 /* Raw-only keys (delta_key.c). The table's eq hook; and materialize,
  * which gives every raw-only key its content bytes: called while the raw
  * records and loc_frame[] are still those of the raw dictionary, before

@@ -152,7 +152,7 @@ keys_room(heapprof_delta *d, size_t n)
 		return 0;
 	size_t c = d->kcap ? d->kcap + d->kcap / 4 : 256;
 	if (c < n)
-		c = n + n / 8;
+		c = d->keys.n ? n + n / 8 : n; /* exactly n: a reservation */
 	int64_t *p = d->rf(d->rctx, d->prev,
 	                   d->prev ? heapprof__delta_prev_bytes(d, d->kcap) : 0,
 	                   heapprof__delta_prev_bytes(d, c));
@@ -174,6 +174,24 @@ keys_room(heapprof_delta *d, size_t n)
 	d->kraw = r;
 	d->kcap = c;
 	return 0;
+}
+
+int
+heapprof__delta_reserve(heapprof_delta *d)
+{
+	const pprof_dec *dec = &d->dec;
+	size_t n = dec->nsamples;
+	if (d->keys.n || n < 1024)
+		return 0;
+	/* Keys keep 4 bytes when raw-only; frames are 9 bytes by address. */
+	HP_TRY(heapprof__dt_reserve(&d->keys, n, 4 * n));
+	HP_TRY(heapprof__dt_reserve(&d->frames, dec->nlocs, 9 * dec->nlocs));
+	HP_TRY(keys_room(d, n));
+	/* A raw record is at most its sample's bytes and 2 of room. */
+	return heapprof__delta_grow(d, &d->raw, &d->raw_cap,
+	                            (size_t)(dec->end_sample - dec->first_sample) +
+	                                    2 * n + 1,
+	                            1);
 }
 
 /* A raw-only key's content (label set id, frame ids) into rwbuf from its

@@ -117,6 +117,8 @@ arena_room(dt_table *t, size_t len)
 	size_t c = t->acap ? t->acap : 4096;
 	while (c - t->alen < len)
 		c += c / 2;
+	if (len > 65536)
+		c = t->alen + len; /* a reservation: exactly that */
 	if (c >= UINT32_MAX)
 		return -ENOMEM;
 	void *p = t->rf(t->rctx, t->arena, t->acap, c);
@@ -124,6 +126,27 @@ arena_room(dt_table *t, size_t len)
 		return -ENOMEM;
 	t->arena = p;
 	t->acap = c;
+	return 0;
+}
+
+int
+heapprof__dt_reserve(dt_table *t, size_t n, size_t abytes)
+{
+	size_t ns = t->nslots ? t->nslots : 64;
+	while (ns < 2 * n)
+		ns *= 2;
+	if (ns != t->nslots)
+		HP_TRY(rehash(t, ns));
+	if (n > t->cap) {
+		void *p = t->rf(t->rctx, t->ents, t->cap * sizeof(dt_entry),
+		                n * sizeof(dt_entry));
+		if (!p)
+			return -ENOMEM;
+		t->ents = p;
+		t->cap = n;
+	}
+	if (abytes > t->acap - t->alen)
+		HP_TRY(arena_room(t, abytes));
 	return 0;
 }
 

@@ -78,6 +78,10 @@ heapprof__dt_bytes(const dt_table *t, uint32_t id, size_t *len)
 	return t->arena + t->ents[id].off;
 }
 
+/* Room for n entries and abytes of arena without growing (a first fill
+ * of known size: no copies, no slack). 0 or -ENOMEM. */
+int heapprof__dt_reserve(dt_table *t, size_t n, size_t abytes);
+
 /* Bytes held (for stats). */
 size_t heapprof__dt_memory(const dt_table *t);
 
