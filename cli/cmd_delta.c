@@ -112,27 +112,34 @@ cli_delta(int argc, char **argv)
 		opt.ntypes = (size_t)n;
 	}
 
+	/* One input in memory at a time: OLD is read, taken and freed
+	 * before NEW is read. */
 	uint8_t *buf[2] = {NULL, NULL};
 	size_t len[2];
 	int status = 1, rc;
-	for (int k = 0; k < 2; k++) {
-		rc = cli_read_file(in[k], &buf[k], &len[k]);
-		if (rc < 0) {
-			cli_err("delta: %s: %s", in[k], heapprof_strerror(rc));
-			goto done;
-		}
-	}
 	heapprof_delta *d;
 	rc = heapprof_delta_new(&d, &opt);
 	if (rc < 0) {
 		cli_err("delta: %s", heapprof_strerror(rc));
 		goto done;
 	}
-	rc = heapprof_delta_compute(d, buf[0], len[0], 0, discard, NULL);
-	if (rc < 0) {
-		cli_err("delta: %s: %s", in[0], heapprof_strerror(rc));
-		heapprof_delta_free(d);
-		goto done;
+	for (int k = 0; k < 2; k++) {
+		rc = cli_read_file(in[k], &buf[k], &len[k]);
+		if (rc < 0) {
+			cli_err("delta: %s: %s", in[k], heapprof_strerror(rc));
+			heapprof_delta_free(d);
+			goto done;
+		}
+		if (k == 1)
+			break;
+		rc = heapprof_delta_compute(d, buf[0], len[0], 0, discard, NULL);
+		free(buf[0]);
+		buf[0] = NULL;
+		if (rc < 0) {
+			cli_err("delta: %s: %s", in[0], heapprof_strerror(rc));
+			heapprof_delta_free(d);
+			goto done;
+		}
 	}
 	cli_out o;
 	rc = cli_out_open(&o, out);
