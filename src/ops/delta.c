@@ -254,15 +254,17 @@ emit(heapprof_delta *d)
 			 * as they are. */
 			if (d->kraw[item->kid].flags & DELTA_KRAW_NZ0)
 				continue;
-			HP_TRY(heapprof__delta_values_of(d, item->off, len,
-			                                 outv));
+			HP_TRY(heapprof__delta_stored_values(d, item->kid, outv));
 			for (size_t j = 0; j < ns; j++)
 				outv[ti[j]] = 0;
 		} else {
-			const uint64_t *acc = d->acc + i * nt;
 			const int64_t *prev = d->prev + (size_t)item->kid * nn;
-			for (size_t t = 0; t < nt; t++)
-				outv[t] = acc[t];
+			if (item->arow != DELTA_NONE)
+				memcpy(outv, d->acc + (size_t)item->arow * nt,
+				       nt * 8);
+			else
+				HP_TRY(heapprof__delta_stored_values(
+					d, item->kid, outv));
 			for (size_t j = 0; j < ns; j++)
 				outv[ti[j]] -= (uint64_t)prev[si[j]];
 		}
@@ -292,11 +294,17 @@ commit(heapprof_delta *d)
 	size_t nt = d->dec.ntypes, nn = d->npcols;
 	uint32_t *ti = d->sub, *si = d->sub + nt;
 	size_t ns = subtracted(d, ti, si);
+	uint64_t *v = (uint64_t *)d->outv;
 	for (size_t i = 0; i < d->nitems; i++) {
-		if (d->items[i].len & DELTA_ITEM_SAME)
+		const delta_item *item = &d->items[i];
+		if (item->len & DELTA_ITEM_SAME)
 			continue; /* values as committed last time */
-		const uint64_t *acc = d->acc + i * nt;
-		int64_t *prev = d->prev + (size_t)d->items[i].kid * nn;
+		const uint64_t *acc = v;
+		if (item->arow != DELTA_NONE)
+			acc = d->acc + (size_t)item->arow * nt;
+		else if (heapprof__delta_stored_values(d, item->kid, v) < 0)
+			continue; /* cannot happen: emit read them */
+		int64_t *prev = d->prev + (size_t)item->kid * nn;
 		for (size_t j = 0; j < ns; j++)
 			prev[si[j]] = (int64_t)acc[ti[j]];
 	}
@@ -442,9 +450,7 @@ prepare(heapprof_delta *d)
 	if (ns > d->items_cap)
 		HP_TRY(heapprof__delta_grow(d, &d->items, &d->items_cap,
 		                            ns + ns / 8, sizeof(delta_item)));
-	if (ns * nt > d->acc_cap)
-		HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
-		                            (ns + ns / 8) * nt, 8));
+	d->nacc = 0;
 	for (size_t t = 0; t < nt; t++) {
 		d->slot[t] = -1;
 		for (size_t k = 0; k < d->nnames; k++)

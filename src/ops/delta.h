@@ -17,9 +17,14 @@
 
 #define DELTA_NONE UINT32_MAX
 
+/* One key's samples in this call. Its values: with DELTA_ITEM_SAME, its
+ * key's stored values (the last call's); else its accumulator row arow;
+ * else (DELTA_NONE: one sample, recorded by the raw cache) its key's
+ * stored values, which are this call's. */
 typedef struct delta_item {
 	uint32_t kid;      /* key id */
 	uint32_t off, len; /* first sample with that key in this profile */
+	uint32_t arow;     /* accumulator row, or DELTA_NONE */
 } delta_item;
 
 /* Per key: its raw identity bytes in the raw arena (the sample's bytes
@@ -34,9 +39,10 @@ typedef struct delta_kraw {
 	uint8_t vl, vcap, flags, pad_;
 } delta_kraw;
 
-/* kraw flags. VALS: the stored values field is this key's sample in the
- * last successful call (one sample, so equal to its committed values).
- * NZ0: those values are zero for every type not subtracted. */
+/* kraw flags. VALS: the stored values field is this key's one sample in
+ * the last successful call (so equal to its committed values), or, for a
+ * key seen in this call, its one sample in this call. NZ0: those values
+ * are zero for every type not subtracted. */
 #define DELTA_KRAW_VALS 1
 #define DELTA_KRAW_NZ0 2
 
@@ -127,8 +133,9 @@ struct heapprof_delta {
 	size_t lorder_cap;
 	delta_item *items;
 	size_t nitems, items_cap;
-	uint64_t *acc; /* nitems x ntypes, summed as unsigned (wraps) */
-	size_t acc_cap;
+	uint64_t *acc; /* nacc rows of ntypes, summed as unsigned (wraps):
+	                * items whose values the raw cache does not hold */
+	size_t nacc, acc_cap;
 	int32_t *slot; /* per input type: index into names or -1 */
 	size_t slot_cap;
 	int64_t *outv;
@@ -211,25 +218,34 @@ int heapprof__delta_slow_sample(heapprof_delta *d, uint32_t off, uint32_t len);
  * keys confirmed by their bytes, misses through the slow path. */
 int heapprof__delta_raw_pass(heapprof_delta *d);
 
-/* Room for one more item and its accumulator. */
+/* Room for one more item. */
 HP_INLINE int
 heapprof__delta_item_room(heapprof_delta *d)
 {
-	size_t nt = d->dec.ntypes;
 	if (HP_UNLIKELY(d->nitems >= d->items_cap))
 		HP_TRY(heapprof__delta_grow(d, &d->items, &d->items_cap,
 		                            d->nitems + 1, sizeof(delta_item)));
-	if (HP_UNLIKELY((d->nitems + 1) * nt > d->acc_cap))
-		HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
-		                            (d->nitems + 1) * nt, 8));
 	return 0;
 }
 
-/* Makes key kid's item, first seen at (off, len), the next one; its
- * accumulator row must be filled (item_room first). */
+/* A new accumulator row: *row set (its values to be filled). */
+HP_INLINE int
+heapprof__delta_acc_row(heapprof_delta *d, uint32_t *row)
+{
+	size_t nt = d->dec.ntypes;
+	if (HP_UNLIKELY((d->nacc + 1) * nt > d->acc_cap))
+		HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
+		                            (d->nacc + 1) * nt, 8));
+	*row = (uint32_t)d->nacc++;
+	return 0;
+}
+
+/* Makes key kid's item, first seen at (off, len), the next one, with
+ * accumulator row arow (DELTA_NONE: its values are its key's stored
+ * ones); item_room first. */
 HP_INLINE void
 heapprof__delta_item_new(heapprof_delta *d, uint32_t kid, uint32_t off,
-                         uint32_t len)
+                         uint32_t len, uint32_t arow)
 {
 	d->kgen[kid] = d->gen;
 	d->kpos[kid] = (uint32_t)d->nitems;
@@ -237,11 +253,17 @@ heapprof__delta_item_new(heapprof_delta *d, uint32_t kid, uint32_t off,
 	item->kid = kid;
 	item->off = off;
 	item->len = len;
+	item->arow = arow;
 }
 
-/* A second sample of key kid in this call: its stored values no longer
- * stand for its committed ones, and an unchanged item gets its
- * accumulator row (delta_raw.c). */
+/* Key kid's stored values field decoded into out (ntypes of them). */
+int heapprof__delta_stored_values(const heapprof_delta *d, uint32_t kid,
+                                  uint64_t *out);
+
+/* A second sample of key kid in this call: its item gets an accumulator
+ * row holding the values so far (from its stored values), and its stored
+ * values stand for nothing any more (delta_raw.c). Before the key's raw
+ * record is touched. */
 int heapprof__delta_unsame(heapprof_delta *d, uint32_t kid);
 /* Clears every key's VALS flag (a failed call, a new type layout). */
 void heapprof__delta_raw_novals(heapprof_delta *d);
@@ -255,7 +277,9 @@ heapprof__delta_nonsub_zero(const heapprof_delta *d, const uint64_t *v)
 	return true;
 }
 
-/* Adds one sample's values to its key's item (first occurrence: new item). */
+/* Adds one sample's values to its key's item (first occurrence: a new
+ * item, whose values are its stored ones if the raw cache just recorded
+ * them; a second one: after unsame). */
 HP_INLINE int
 heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
                            uint32_t len, const int64_t *values)
@@ -263,14 +287,17 @@ heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
 	size_t nt = d->dec.ntypes;
 	uint64_t *acc;
 	if (d->kgen[kid] != d->gen) {
+		uint32_t row = DELTA_NONE;
 		HP_TRY(heapprof__delta_item_room(d));
-		acc = d->acc + d->nitems * nt;
-		for (size_t t = 0; t < nt; t++)
-			acc[t] = (uint64_t)values[t];
-		heapprof__delta_item_new(d, kid, off, len);
+		if (!(d->kraw[kid].flags & DELTA_KRAW_VALS)) {
+			HP_TRY(heapprof__delta_acc_row(d, &row));
+			acc = d->acc + (size_t)row * nt;
+			for (size_t t = 0; t < nt; t++)
+				acc[t] = (uint64_t)values[t];
+		}
+		heapprof__delta_item_new(d, kid, off, len, row);
 	} else {
-		HP_TRY(heapprof__delta_unsame(d, kid));
-		acc = d->acc + (size_t)d->kpos[kid] * nt;
+		acc = d->acc + (size_t)d->items[d->kpos[kid]].arow * nt;
 		for (size_t t = 0; t < nt; t++)
 			acc[t] += (uint64_t)values[t];
 	}

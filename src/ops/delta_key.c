@@ -459,6 +459,8 @@ heapprof__delta_slow_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 		rc++;
 	}
 	bool inserted = rc == 2;
+	if (d->kgen[kid] == d->gen) /* a second sample: before its record */
+		HP_TRY(heapprof__delta_unsame(d, kid));
 	if (d->raw_ok) {
 		HP_TRY(heapprof__delta_raw_record(d, kid, off, len, vals));
 		if (inserted && d->dict_seq &&

@@ -349,14 +349,20 @@ heapprof__delta_raw_pass(heapprof_delta *d)
 				/* Values as in the last call: no decoding, no
 				 * accumulator; emit and commit know. */
 				heapprof__delta_item_new(
-					d, c, off, (uint32_t)blen | DELTA_ITEM_SAME);
+					d, c, off, (uint32_t)blen | DELTA_ITEM_SAME,
+					DELTA_NONE);
 			} else {
-				/* First time this call: values straight into a
-				 * new item's accumulator, and kept. */
-				uint64_t *acc = d->acc + d->nitems * nt;
-				if (!values_at(vs, ve, hard, nt, acc))
+				/* Changed values: decoded once into a row
+				 * (emit and commit read them there) and kept
+				 * as the key's stored values. Rows are for the
+				 * changed samples only. */
+				uint32_t row;
+				HP_TRY(heapprof__delta_acc_row(d, &row));
+				uint64_t *acc = d->acc + (size_t)row * nt;
+				if (!values_at(vs, ve, hard, nt, acc)) {
+					d->nacc--;
 					goto slow; /* the decoder says why */
-				heapprof__delta_item_new(d, c, off, (uint32_t)blen);
+				}
 				r->flags = 0;
 				if (vl <= r->vcap) {
 					memcpy(d->raw + r->off + r->len, vs, vl);
@@ -366,12 +372,15 @@ heapprof__delta_raw_pass(heapprof_delta *d)
 					                    ? DELTA_KRAW_NZ0
 					                    : 0);
 				}
+				heapprof__delta_item_new(d, c, off, (uint32_t)blen,
+				                         row);
 			}
 		} else {
 			if (!values_at(vs, ve, hard, nt, vals))
 				goto slow;
 			HP_TRY(heapprof__delta_unsame(d, c));
-			uint64_t *acc = d->acc + (size_t)d->kpos[c] * nt;
+			uint64_t *acc =
+				d->acc + (size_t)d->items[d->kpos[c]].arow * nt;
 			for (size_t t = 0; t < nt; t++)
 				acc[t] += vals[t];
 		}
@@ -380,6 +389,25 @@ heapprof__delta_raw_pass(heapprof_delta *d)
 		continue;
 	slow:
 		HP_TRY(heapprof__delta_slow_sample(d, off, (uint32_t)blen));
+	}
+	return 0;
+}
+
+/* Every item of this call so far takes its values out of the raw records
+ * into an accumulator row (the records are about to go). */
+static int
+items_to_rows(heapprof_delta *d)
+{
+	for (size_t i = 0; i < d->nitems; i++) {
+		delta_item *it = &d->items[i];
+		if (it->arow != DELTA_NONE)
+			continue;
+		uint32_t row;
+		HP_TRY(heapprof__delta_acc_row(d, &row));
+		HP_TRY(heapprof__delta_stored_values(
+			d, it->kid, d->acc + (size_t)row * d->dec.ntypes));
+		it->arow = row;
+		it->len &= ~DELTA_ITEM_SAME;
 	}
 	return 0;
 }
@@ -413,6 +441,7 @@ heapprof__delta_raw_record(heapprof_delta *d, uint32_t kid, uint32_t off,
 			/* Mostly dead bytes: start over (keeps capacity). */
 			uint32_t head = d->khead;
 			HP_TRY(heapprof__delta_materialize(d));
+			HP_TRY(items_to_rows(d));
 			d->raw_restarts++;
 			heapprof__delta_raw_invalidate(d);
 			d->khead = head;
@@ -463,14 +492,33 @@ heapprof__delta_values_of(const heapprof_delta *d, uint32_t off, uint32_t len,
 }
 
 int
+heapprof__delta_stored_values(const heapprof_delta *d, uint32_t kid,
+                              uint64_t *out)
+{
+	const delta_kraw *r = &d->kraw[kid];
+	const uint8_t *q = d->raw + r->off + r->len, *e = q + r->vl;
+	/* The arena's end bounds the reads (values_at still wants the field
+	 * parsed to exactly e): no slow tail for the last varints. */
+	if (!(r->flags & DELTA_KRAW_VALS) ||
+	    !values_at(q, e, d->raw + d->raw_cap, d->dec.ntypes, out))
+		return HEAPPROF_EVALUES; /* cannot happen: kept when valid */
+	return 0;
+}
+
+int
 heapprof__delta_unsame(heapprof_delta *d, uint32_t kid)
 {
-	d->kraw[kid].flags = 0;
 	delta_item *it = &d->items[d->kpos[kid]];
-	if (!(it->len & DELTA_ITEM_SAME))
-		return 0;
-	it->len &= ~DELTA_ITEM_SAME;
-	return heapprof__delta_values_of(d, it->off, it->len,
-	                                 d->acc + (size_t)d->kpos[kid] *
-	                                                  d->dec.ntypes);
+	if (it->arow == DELTA_NONE) {
+		/* Unchanged or recorded: the values so far are the stored
+		 * ones. */
+		uint32_t row;
+		HP_TRY(heapprof__delta_acc_row(d, &row));
+		HP_TRY(heapprof__delta_stored_values(
+			d, kid, d->acc + (size_t)row * d->dec.ntypes));
+		it->arow = row;
+		it->len &= ~DELTA_ITEM_SAME;
+	}
+	d->kraw[kid].flags = 0;
+	return 0;
 }
