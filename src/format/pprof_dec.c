@@ -179,6 +179,9 @@ clear_profile(pprof_dec *d)
 	d->records_same = false;
 	d->snap.same = d->keep_records && d->snap.valid;
 	d->snap.seg_at[0] = d->snap.seg_at[1] = d->snap.seg_at[2] = 0;
+	d->snap.mseg[0] = d->snap.mseg[1] = d->snap.mseg[2] = 0;
+	d->snap.resave = false;
+	d->snap.nundo = 0;
 }
 
 /* ------------------------------------------------------------ index pass */
@@ -233,12 +236,23 @@ push_rec(pprof_dec *d, pprof_rec **recs, size_t *n, size_t *cap,
 {
 	uint64_t id, addr = 0;
 	bool is_loc = kind == 1;
+	pprof_snap *s = &d->snap;
 	HP_TRY(want(f, PB_LEN));
-	if (!d->snap.same ||
-	    !heapprof__pprof_snap_match(d, kind, *n, f, &id, &addr)) {
-		d->snap.same = false;
+	if (!s->same || !heapprof__pprof_snap_match(d, kind, *n, f, &id, &addr)) {
+		s->same = false;
 		HP_TRY(parse_id(d->buf + d->len, f, &id,
 		                is_loc ? &addr : NULL));
+	}
+	/* Record n of the arrays is the snapshot's while it is valid: kept
+	 * to be put back if this open fails. */
+	if (s->valid && *n < (kind == 0 ? s->nmaps : is_loc ? s->nlocs : s->nfuncs)) {
+		HP_TRY(heapprof__pprof_grow(d, &s->undo, &s->undocap, s->nundo + 1,
+		                            sizeof(pprof_undo)));
+		pprof_undo *u = &s->undo[s->nundo++];
+		u->rec = (*recs)[*n];
+		u->addr = is_loc ? d->loc_addr[*n] : 0;
+		u->kind = (uint32_t)kind;
+		u->index = (uint32_t)*n;
 	}
 	if (*n + 1 > *cap) {
 		/* locs and loc_addr share locs_cap; the cap only moves once
@@ -270,22 +284,11 @@ take_run(pprof_dec *d, int kind, uint32_t at, pb_reader *r, bool *done)
 	*done = false;
 	if (!s->same || s->kseg[kind] == s->kseg[kind + 1])
 		return 0;
-	pprof_rec **recs = kind == 0 ? &d->maps : kind == 1 ? &d->locs : &d->funcs;
-	size_t *cap = kind == 0 ? &d->maps_cap
-	              : kind == 1 ? &d->locs_cap
-	                          : &d->funcs_cap;
-	size_t need = *n + s->kmax[kind] + 1;
-	if (need > *cap) {
-		size_t c = *cap, c2 = *cap;
-		HP_TRY(heapprof__pprof_grow(d, recs, &c, need, sizeof(pprof_rec)));
-		if (kind == 1)
-			HP_TRY(heapprof__pprof_grow(d, &d->loc_addr, &c2, need,
-			                            sizeof(uint64_t)));
-		*cap = c;
-	}
+	/* The arrays still hold the snapshot's records (snap.valid): the
+	 * run's are at [n, n + count) already. */
+	pprof_rec *recs = kind == 0 ? d->maps : kind == 1 ? d->locs : d->funcs;
 	size_t before = *n;
-	size_t l = heapprof__pprof_snap_bulk(d, kind, at, *n, *recs,
-	                                     kind == 1 ? d->loc_addr : NULL);
+	size_t l = heapprof__pprof_snap_bulk(d, kind, at, *n, recs);
 	if (!l)
 		return 0;
 	const pprof_seg *g = &s->segs[s->kseg[kind] + s->seg_at[kind] - 1];
@@ -471,6 +474,11 @@ validate(pprof_dec *d)
 	/* Byte-identical records, as many strings: validated last time. */
 	bool same = sn->same && d->nmaps == sn->nmaps && d->nlocs == sn->nlocs &&
 	            d->nfuncs == sn->nfuncs && d->nstrings == sn->nstrings;
+	/* The same records, some in another layout: the snapshot follows
+	 * the arrays' new offsets (its generation stays). */
+	if (same && sn->resave)
+		HP_TRY(heapprof__pprof_snap_save(d, false));
+	same = same && sn->valid;
 	if (same && sn->maps_gen == sn->gen) {
 		/* ... and the id maps built from them are still here. */
 		for (int k = 0; k < 3; k++) {
@@ -489,7 +497,7 @@ validate(pprof_dec *d)
 	} else {
 		HP_TRY(heapprof__pprof_validate_records(d));
 		if (d->keep_records)
-			HP_TRY(heapprof__pprof_snap_save(d));
+			HP_TRY(heapprof__pprof_snap_save(d, true));
 	}
 	if (d->keep_records && sn->valid) {
 		sn->maps_gen = sn->gen;
@@ -530,8 +538,11 @@ heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 	rc = index_pass(d);
 	if (rc == 0)
 		rc = validate(d);
-	if (rc < 0)
+	if (rc < 0) {
+		/* The record arrays hold the snapshot's records again. */
+		heapprof__pprof_snap_undo(d);
 		clear_profile(d);
+	}
 	return rc;
 }
 

@@ -127,19 +127,29 @@ typedef struct pprof_idmap {
 } pprof_idmap;
 
 /* Copy of the last valid profile's mapping, location and function messages
- * (keep_records; internal, see pprof_snap.c). recs[] is [maps][locs][funcs];
- * recs[i].off is into bytes. */
+ * (keep_records; internal, see pprof_snap.c). Their ids, lengths and
+ * location addresses are the decoder's own record arrays, which still hold
+ * that profile's records (an open that fails invalidates the snapshot);
+ * a record's offset in the last input maps to the snapshot's bytes through
+ * its segment: bytes offset = off + (record offset - in_at). An open that
+ * fails puts back the records it changed (undo). */
+typedef struct pprof_undo {
+	pprof_rec rec;
+	uint64_t addr;
+	uint32_t kind, index;
+} pprof_undo;
+
 typedef struct pprof_seg {
 	uint32_t first, count; /* records [first, first + count) of a kind */
-	uint32_t off, len;     /* their fields' bytes in pprof_snap.bytes */
+	uint32_t off, len;     /* their bytes in pprof_snap.bytes */
+	uint32_t in_at;        /* where those bytes were in the last input */
+	uint32_t framed;       /* 1: whole fields (tags, lengths); 0: one
+	                        * record's payload only */
 } pprof_seg;
 
 typedef struct pprof_snap {
 	uint8_t *bytes;
 	size_t len, cap;
-	pprof_rec *recs;
-	uint64_t *addr;
-	size_t n, rcap;
 	size_t nmaps, nlocs, nfuncs, nstrings;
 	/* Runs of consecutive fields of one kind (mapping, location,
 	 * function) as they were in the input, tags and lengths included:
@@ -149,6 +159,13 @@ typedef struct pprof_snap {
 	pprof_seg *segs;
 	size_t nsegs, segcap;
 	size_t kseg[4], seg_at[3];
+	size_t mseg[3];  /* per-record match: segment cursor per kind */
+	bool resave;     /* a record matched alone: its segment's layout
+	                  * changed, the snapshot is saved again */
+	/* The snapshot's records this open has replaced in the arrays (or
+	 * moved: matched alone), to put back if the open fails. */
+	struct pprof_undo *undo;
+	size_t nundo, undocap;
 	size_t kmax[3]; /* most records in one segment, per kind */
 	/* The id maps were built from exactly the snapshot's records
 	 * (maps_gen == gen): an open with the same records reuses them. */

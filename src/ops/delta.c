@@ -188,8 +188,8 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	b += heapprof__delta_prev_bytes(d, d->kcap) +
 	     d->kcap * (8 + sizeof(delta_kraw));
 	b += d->raw_cap + d->ps_cap + d->ps_lcap * 4;
-	b += d->dec.snap.cap + d->dec.snap.rcap * (sizeof(pprof_rec) + 8) +
-	     d->dec.snap.segcap * sizeof(pprof_seg);
+	b += d->dec.snap.cap + d->dec.snap.segcap * sizeof(pprof_seg) +
+	     d->dec.snap.undocap * sizeof(pprof_undo);
 	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->bbuf_cap +
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
 	     d->acc_cap * 8 + d->slot_cap * 4 + d->outv_cap * 8 +
