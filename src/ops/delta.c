@@ -143,6 +143,7 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__pprof_dec_free(&d->dec);
 	heapprof__delta_release(d, &d->loc_frame, d->loc_frame_cap * 4);
 	heapprof__delta_release(d, &d->keybuf, d->keybuf_cap * 4);
+	heapprof__delta_release(d, &d->rwbuf, d->rwbuf_cap * 4);
 	heapprof__delta_release(d, &d->bbuf, d->bbuf_cap);
 	heapprof__delta_release(d, &d->lorder, d->lorder_cap * 4);
 	heapprof__delta_release(d, &d->items, d->items_cap * sizeof(delta_item));
@@ -190,7 +191,8 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	b += d->raw_cap + d->ps_cap + d->ps_lcap * 4;
 	b += d->dec.snap.cap + d->dec.snap.segcap * sizeof(pprof_seg) +
 	     d->dec.snap.undocap * sizeof(pprof_undo);
-	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->bbuf_cap +
+	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->rwbuf_cap * 4 +
+	     d->bbuf_cap +
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
 	     d->acc_cap * 8 + d->slot_cap * 4 + d->outv_cap * 8 +
 	     d->str_map_cap * 4 + d->out_strs_cap * 4 + d->loc_used_cap +
@@ -476,7 +478,14 @@ prepare(heapprof_delta *d)
 	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
 	                            dec->nlocs + 1, 4));
 	HP_TRY(heapprof__delta_reserve(d));
-	return heapprof__delta_raw_prepare(d);
+	HP_TRY(heapprof__delta_raw_prepare(d));
+	/* Without the raw cache every sample takes an accumulator row:
+	 * reserved at once, by a stream's first such call (later ones find
+	 * the room), not grown row by row. */
+	if (!d->raw_ok)
+		HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
+		                            dec->nsamples * nt + 1, 8));
+	return 0;
 }
 
 HP_EXPORT int

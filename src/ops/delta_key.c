@@ -224,6 +224,8 @@ raw_words(heapprof_delta *d, uint32_t kid)
 		} else if (tag != 0x08) {
 			return -EFAULT; /* split() takes no other field */
 		}
+		if (p == fe)
+			continue; /* an empty packed field: no ids */
 		do {
 			if (rd_varint(&p, fe, &v) < 0 || v == 0 ||
 			    v > d->dict_nlocs)
@@ -252,6 +254,18 @@ heapprof__delta_materialize(heapprof_delta *d)
 {
 	if (!d->nrawonly)
 		return 0;
+	/* Their bytes in one reservation, not by growth: a stream's first
+	 * change of dictionary is the one call after the key set stops
+	 * growing that allocates (every later one finds keys whole). */
+	size_t need = 0;
+	for (uint32_t k = 0; k < d->keys.n; k++) {
+		size_t bl;
+		if (heapprof__dt_partial(&d->keys, k)) {
+			heapprof__dt_bytes(&d->keys, k, &bl);
+			need += bl;
+		}
+	}
+	HP_TRY(heapprof__dt_reserve(&d->keys, d->keys.n, need));
 	for (uint32_t k = 0; k < d->keys.n; k++) {
 		if (!heapprof__dt_partial(&d->keys, k))
 			continue;
@@ -279,7 +293,11 @@ intern_key(heapprof_delta *d, size_t klen, uint32_t *kidp)
 	if (rc < 0)
 		return rc;
 	if (rc == 1) {
-		HP_TRY(keys_room(d, d->keys.n));
+		/* A key in the table always has its rows. */
+		if (keys_room(d, d->keys.n) < 0) {
+			heapprof__dt_drop_last(&d->keys);
+			return -ENOMEM;
+		}
 		memset(d->prev + (size_t)kid * d->npcols, 0, d->npcols * 8);
 		d->kgen[kid] = d->gen - 1;
 		d->kraw[kid].len = DELTA_RAW_NONE;
@@ -465,8 +483,13 @@ heapprof__delta_slow_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 		HP_TRY(heapprof__delta_raw_record(d, kid, off, len, vals));
 		if (inserted && d->dict_seq &&
 		    d->kraw[kid].len != DELTA_RAW_NONE &&
-		    heapprof__dt_trim_bytes(&d->keys, kid, 4))
+		    heapprof__dt_trim_bytes(&d->keys, kid, 4)) {
 			d->nrawonly++;
+			/* Room to read it back (raw_words) taken now. */
+			HP_TRY(heapprof__delta_grow(
+				d, &d->rwbuf, &d->rwbuf_cap,
+				(size_t)d->kraw[kid].len + 2, 4));
+		}
 	}
 	heapprof__delta_raw_link(d, kid);
 	return heapprof__delta_add_values(d, kid, off, len, vals);

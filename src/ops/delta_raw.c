@@ -352,25 +352,27 @@ heapprof__delta_raw_pass(heapprof_delta *d)
 					d, c, off, (uint32_t)blen | DELTA_ITEM_SAME,
 					DELTA_NONE);
 			} else {
-				/* Changed values: decoded once into a row
-				 * (emit and commit read them there) and kept
-				 * as the key's stored values. Rows are for the
-				 * changed samples only. */
-				uint32_t row;
-				HP_TRY(heapprof__delta_acc_row(d, &row));
-				uint64_t *acc = d->acc + (size_t)row * nt;
-				if (!values_at(vs, ve, hard, nt, acc)) {
-					d->nacc--;
+				/* Changed values: kept as the key's stored values
+				 * where they fit (emit and commit read them
+				 * there), else decoded into an accumulator row.
+				 * No row for the common case, so a call whose
+				 * values all changed needs no more memory than
+				 * one whose values did not. */
+				if (!values_at(vs, ve, hard, nt, vals))
 					goto slow; /* the decoder says why */
-				}
+				uint32_t row = DELTA_NONE;
 				r->flags = 0;
 				if (vl <= r->vcap) {
 					memcpy(d->raw + r->off + r->len, vs, vl);
 					r->vl = (uint8_t)vl;
 					r->flags = DELTA_KRAW_VALS |
-					           (heapprof__delta_nonsub_zero(d, acc)
+					           (heapprof__delta_nonsub_zero(d, vals)
 					                    ? DELTA_KRAW_NZ0
 					                    : 0);
+				} else {
+					HP_TRY(heapprof__delta_acc_row(d, &row));
+					memcpy(d->acc + (size_t)row * nt, vals,
+					       nt * 8);
 				}
 				heapprof__delta_item_new(d, c, off, (uint32_t)blen,
 				                         row);

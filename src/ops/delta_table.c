@@ -233,3 +233,17 @@ heapprof__dt_intern(dt_table *t, const void *key, size_t len, uint64_t hash,
 	*id = (uint32_t)t->n++;
 	return 1;
 }
+
+void
+heapprof__dt_drop_last(dt_table *t)
+{
+	const dt_entry *e = &t->ents[t->n - 1];
+	size_t mask = t->nslots - 1, h = (size_t)e->hash & mask;
+	/* Every other entry went in before it, when its slot was free: no
+	 * probe run passes through that slot, so emptying it breaks none. */
+	while (t->slots[h] != (uint32_t)t->n)
+		h = (h + 1) & mask;
+	t->slots[h] = 0;
+	t->alen = e->off; /* its bytes were the arena's last */
+	t->n--;
+}

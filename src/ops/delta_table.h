@@ -56,6 +56,10 @@ uint64_t heapprof__dt_hash(const void *p, size_t n);
 int heapprof__dt_intern(dt_table *t, const void *key, size_t len,
                         uint64_t hash, uint32_t *id);
 
+/* Takes back the entry just inserted (the table's last): for a caller
+ * that could not make room for what goes with it. */
+void heapprof__dt_drop_last(dt_table *t);
+
 /* Keeps only the first `keep` bytes of entry id if it is the last one
  * inserted (its bytes the arena's last): it keeps its hash and length and
  * compares through t->eq. True if done. */

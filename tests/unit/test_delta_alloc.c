@@ -1,0 +1,322 @@
+/*
+ * test_delta_alloc.c: the delta computer and its allocator hook. Once the
+ * key set stops growing a call allocates nothing: not when every value
+ * changes (the accumulator grew then, until changed values were kept in
+ * the raw records), and after one reservation when a new dictionary
+ * gives raw-only keys their bytes back (it was 4 growths and the
+ * read-back scratch). heapprof_delta_free gives back every block (it
+ * kept the read-back scratch). An allocator that fails at its n-th call,
+ * for every n a short stream reaches: the call fails with -ENOMEM, the
+ * computer stays whole (every key has its rows: a key was left without
+ * them, and the next call wrote past the per-key arrays) and then gives
+ * the bytes of a computer that never saw the failed calls.
+ */
+#include "delta_pair.h"
+#include "pb.h"
+
+#include <errno.h>
+
+static long n_allocs;
+
+static void *
+count_realloc(void *ctx, void *p, size_t old_size, size_t new_size)
+{
+	(void)ctx;
+	(void)old_size;
+	if (new_size == 0) {
+		free(p);
+		return NULL;
+	}
+	n_allocs++;
+	return realloc(p, new_size);
+}
+
+static int
+null_write(void *arg, const void *p, size_t n)
+{
+	(void)arg;
+	(void)p;
+	(void)n;
+	return 0;
+}
+
+/* n samples over stacks (s + 1, n + 1) of ids 1..n+1 at address
+ * 0x1000 + 16 s; alloc_objects/alloc_space = (s + 1) * mul; with renum,
+ * ids run the other way (the same addresses); with fname, function 1 is
+ * named "g" instead of "f". */
+static obuf
+steady_profile(int n, int64_t mul, int renum, int fname)
+{
+	pb_writer w;
+	heapprof__pb_init(&w, NULL, NULL, NULL, NULL);
+	for (int t = 0; t < 2; t++) {
+		heapprof__pb_begin(&w, 1);
+		heapprof__pb_uint_opt(&w, 1, 1 + (uint64_t)t);
+		heapprof__pb_uint_opt(&w, 2, 3);
+		heapprof__pb_end(&w);
+	}
+	for (int s = 0; s < n; s++) {
+		uint64_t ids[2] = {renum ? (uint64_t)(n + 1 - s) : (uint64_t)s + 1,
+		                   renum ? 1 : (uint64_t)n + 1};
+		int64_t v[2] = {(s + 1) * mul, (s + 1) * mul * 16};
+		heapprof__pb_begin(&w, 2);
+		heapprof__pb_packed_u64(&w, 1, ids, 2);
+		heapprof__pb_packed_i64(&w, 2, v, 2);
+		heapprof__pb_end(&w);
+	}
+	for (int k = 0; k <= n; k++) {
+		uint64_t id = renum ? (uint64_t)(n + 1 - k) : (uint64_t)k + 1;
+		heapprof__pb_begin(&w, 4);
+		heapprof__pb_uint_opt(&w, 1, id);
+		heapprof__pb_uint_opt(&w, 3, 0x1000 + 16 * (uint64_t)k);
+		heapprof__pb_begin(&w, 4);
+		heapprof__pb_uint_opt(&w, 1, 1);
+		heapprof__pb_end(&w);
+		heapprof__pb_end(&w);
+	}
+	heapprof__pb_begin(&w, 5);
+	heapprof__pb_uint_opt(&w, 1, 1);
+	heapprof__pb_uint_opt(&w, 2, 4);
+	heapprof__pb_end(&w);
+	static const char *const str[] = {"", "alloc_objects", "alloc_space",
+	                                  "count"};
+	for (size_t k = 0; k < HP_ARRAY_LEN(str); k++)
+		heapprof__pb_bytes_field(&w, 6, str[k], strlen(str[k]));
+	heapprof__pb_bytes_field(&w, 6, fname ? "g" : "f", 1);
+	obuf b = {w.buf, w.len, 0};
+	return b;
+}
+
+/* delta.c: "once the key set stops growing a call allocates nothing (all
+ * scratch keeps its capacity)". The same 2000 stacks at every call: the
+ * key set never grows after call 1. After 6 calls of unchanged values, a
+ * call whose values all changed (the accumulator, now sized by changed
+ * samples, grows 12 times). */
+TEST(steady_state_values_all_changed)
+{
+	heapprof_delta_options opt = {0};
+	opt.realloc_fn = count_realloc;
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, &opt));
+	obuf a = steady_profile(2000, 1, 0, 0);
+	obuf b = steady_profile(2000, 3, 0, 0);
+	for (int i = 0; i < 6; i++)
+		REQUIRE_OK(heapprof_delta_compute(d, a.p, a.len, 0, null_write,
+		                                  NULL));
+	size_t keys = d->keys.n;
+	long before = n_allocs;
+	REQUIRE_OK(heapprof_delta_compute(d, b.p, b.len, 0, null_write, NULL));
+	CHECK_EQ(d->keys.n, keys);
+	if (n_allocs != before)
+		T_FAIL("all values changed: %ld allocations, keys %zu -> %zu",
+		       n_allocs - before, keys, d->keys.n);
+	free(a.p);
+	free(b.p);
+	heapprof_delta_free(d);
+}
+
+/* The same, after warm-up on calls whose values all change: a call whose
+ * dictionary changed but not its stacks (a function renamed; frames are
+ * by address, so every key stays). Raw-only keys get their bytes back
+ * then: one reservation for all of them (it was 4 growths of the keys
+ * arena and the read-back scratch). A stream whose dictionary changes at
+ * every call goes without the raw cache: its first such call reserves
+ * the accumulator rows, once. Every later call, dictionary changed or
+ * not, allocates nothing. */
+TEST(steady_state_new_dictionary_same_stacks)
+{
+	heapprof_delta_options opt = {0};
+	opt.realloc_fn = count_realloc;
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, &opt));
+	obuf a = steady_profile(2000, 1, 0, 0);
+	obuf b = steady_profile(2000, 3, 0, 0);
+	obuf c = steady_profile(2000, 3, 0, 1);
+	obuf e = steady_profile(2000, 5, 0, 0);
+	for (int i = 0; i < 6; i++) {
+		REQUIRE_OK(heapprof_delta_compute(d, a.p, a.len, 0, null_write,
+		                                  NULL));
+		REQUIRE_OK(heapprof_delta_compute(d, b.p, b.len, 0, null_write,
+		                                  NULL));
+	}
+	size_t keys = d->keys.n;
+	long before = n_allocs;
+	REQUIRE_OK(heapprof_delta_compute(d, c.p, c.len, 0, null_write, NULL));
+	CHECK_EQ(d->keys.n, keys);
+	if (n_allocs - before > 1)
+		T_FAIL("first new dictionary (a function renamed), same "
+		       "stacks: %ld allocations, keys %zu -> %zu",
+		       n_allocs - before, keys, d->keys.n);
+	/* A dictionary that changes at every call: after two such calls
+	 * the raw cache records only every 8th call, and the first call
+	 * without it reserves the accumulator rows, once. */
+	before = n_allocs;
+	for (int i = 0; i < 4; i++) {
+		obuf *x = i % 2 ? &c : &e;
+		REQUIRE_OK(heapprof_delta_compute(d, x->p, x->len, 0,
+		                                  null_write, NULL));
+	}
+	if (n_allocs - before > 1)
+		T_FAIL("the first calls without the raw cache: %ld "
+		       "allocations",
+		       n_allocs - before);
+	/* From then on nothing, with the cache or without. */
+	before = n_allocs;
+	for (int i = 0; i < 20; i++) {
+		obuf *x = i % 2 ? &c : &e;
+		REQUIRE_OK(heapprof_delta_compute(d, x->p, x->len, 0,
+		                                  null_write, NULL));
+		if (i == 9) { /* and back to a settled dictionary */
+			REQUIRE_OK(heapprof_delta_compute(
+				d, x->p, x->len, 0, null_write, NULL));
+		}
+	}
+	CHECK_EQ(d->keys.n, keys);
+	if (n_allocs != before)
+		T_FAIL("later new dictionaries, same stacks: %ld allocations",
+		       n_allocs - before);
+	free(a.p);
+	free(b.p);
+	free(c.p);
+	free(e.p);
+	heapprof_delta_free(d);
+}
+
+/* Live blocks of a realloc hook. */
+static long n_live;
+
+static void *
+live_realloc(void *ctx, void *p, size_t old_size, size_t new_size)
+{
+	(void)ctx;
+	(void)old_size;
+	if (new_size == 0) {
+		if (p)
+			n_live--;
+		free(p);
+		return NULL;
+	}
+	if (!p)
+		n_live++;
+	return realloc(p, new_size);
+}
+
+/* heapprof_delta_free gives back every block the computer took: here
+ * after raw-only keys were compared through their records (a shuffled
+ * order) and given their bytes back (a new dictionary), which is when
+ * the scratch for a raw-only key's content (rwbuf) is taken. */
+TEST(free_releases_everything)
+{
+	heapprof_delta_options opt = {0};
+	opt.realloc_fn = live_realloc;
+	n_live = 0;
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, &opt));
+	obuf a = steady_profile(50, 1, 0, 0);
+	obuf b = steady_profile(50, 2, 0, 1);
+	REQUIRE_OK(heapprof_delta_compute(d, a.p, a.len, 0, null_write, NULL));
+	REQUIRE(d->nrawonly > 0);
+	REQUIRE_OK(heapprof_delta_compute(d, b.p, b.len, 0, null_write, NULL));
+	CHECK_EQ(d->nrawonly, 0);
+	heapprof_delta_free(d);
+	CHECK_EQ(n_live, 0);
+	free(a.p);
+	free(b.p);
+}
+
+/* An allocator that fails at its fail_at-th call (0: never). */
+static long fail_at, n_calls;
+
+static void *
+failing_realloc(void *ctx, void *p, size_t old_size, size_t new_size)
+{
+	(void)ctx;
+	(void)old_size;
+	if (new_size == 0) {
+		free(p);
+		return NULL;
+	}
+	if (++n_calls == fail_at)
+		return NULL;
+	return realloc(p, new_size);
+}
+
+/* A stream that grows its key set, changes its dictionary and goes
+ * raw-only: each call on a computer whose allocator fails once, and on a
+ * reference that only sees the calls that succeeded there. */
+TEST(failing_allocator_keeps_state)
+{
+	obuf in[6] = {
+		steady_profile(100, 1, 0, 0),  steady_profile(1500, 2, 0, 0),
+		steady_profile(1500, 3, 1, 0), steady_profile(1500, 3, 1, 1),
+		steady_profile(3000, 4, 0, 0), steady_profile(3000, 5, 0, 0),
+	};
+	long failed = 0, reached = 0;
+	for (fail_at = 1;; fail_at++) {
+		heapprof_delta_options opt = {0};
+		opt.realloc_fn = failing_realloc;
+		heapprof_delta *d, *ref;
+		n_calls = 0;
+		if (heapprof_delta_new(&d, &opt) < 0) {
+			failed++;
+			continue;
+		}
+		REQUIRE_OK(heapprof_delta_new(&ref, NULL));
+		int ok = 1;
+		for (int i = 0; i < 6 && ok; i++) {
+			obuf o = {NULL, 0, 0}, r = {NULL, 0, 0};
+			int rc = heapprof_delta_compute(d, in[i].p, in[i].len, 0,
+			                                obuf_write, &o);
+			if (d->keys.n > d->kcap) {
+				T_FAIL("fail at %ld, call %d: %zu keys, rows for "
+				       "%zu",
+				       fail_at, i, d->keys.n, d->kcap);
+				ok = 0;
+			} else if (rc < 0 && rc != -ENOMEM) {
+				T_FAIL("fail at %ld, call %d: rc %d", fail_at, i,
+				       rc);
+				ok = 0;
+			} else if (rc < 0) {
+				failed++;
+			} else {
+				REQUIRE_OK(heapprof_delta_compute(
+					ref, in[i].p, in[i].len, 0, obuf_write,
+					&r));
+				if (o.len != r.len ||
+				    memcmp(o.p, r.p, o.len) != 0) {
+					T_FAIL("fail at %ld, call %d: %zu bytes, "
+					       "reference %zu",
+					       fail_at, i, o.len, r.len);
+					ok = 0;
+				}
+			}
+			free(o.p);
+			free(r.p);
+		}
+		heapprof_delta_free(d);
+		heapprof_delta_free(ref);
+		if (!ok)
+			break;
+		if (n_calls < fail_at) {
+			reached = fail_at - 1; /* no call failed: all covered */
+			break;
+		}
+	}
+	/* Every allocation of the stream was made to fail once. */
+	CHECK(reached > 20);
+	CHECK(failed >= reached);
+	fprintf(stderr, "  %ld allocations in the stream, each failed once\n",
+	        reached);
+	for (int i = 0; i < 6; i++)
+		free(in[i].p);
+}
+
+int
+main(void)
+{
+	RUN(steady_state_values_all_changed);
+	RUN(steady_state_new_dictionary_same_stacks);
+	RUN(free_releases_everything);
+	RUN(failing_allocator_keeps_state);
+	TEST_MAIN_END();
+}
