@@ -13,7 +13,11 @@
  * B over the items: subtract, drop all-zero, write; (4) on success commit the
  * current values as "previous" and evict keys not seen for max_age calls.
  * Existing keys need no allocation, so once the key set stops growing a
- * call allocates nothing (all scratch keeps its capacity).
+ * call allocates nothing (all scratch keeps its capacity), with two
+ * one-time reservations a stream may meet later: the first change of
+ * dictionary gives raw-only keys their bytes back (one block for all),
+ * and the first call without the raw cache reserves an accumulator row
+ * per sample (test_delta_alloc.c counts both).
  */
 #include <errno.h>
 #include <stdlib.h>
