@@ -30,7 +30,8 @@ delta_usage(FILE *f)
 	        "  -o OUT         output file ('-': stdout); written atomically\n"
 	        "\n"
 	        "OLD and NEW are profile.proto files, gzip'd or not; '-' reads one\n"
-	        "of them from stdin.\n");
+	        "of them from stdin. They must have the same sample types (in any\n"
+	        "order), one of them at least to subtract.\n");
 }
 
 static int
@@ -54,6 +55,23 @@ split_types(char *s, const char **names, int max)
 			names[n++] = tok;
 	}
 	return n;
+}
+
+/* An input's error; for "nothing to subtract", which names would have
+ * been. */
+static void
+types_err(const char *in, const char *types, int rc)
+{
+	if (rc != HEAPPROF_ENOSUBTRACT)
+		cli_err("delta: %s: %s", in, heapprof_strerror(rc));
+	else if (types)
+		cli_err("delta: %s: no sample type named %s (--types)", in,
+		        types);
+	else
+		cli_err("delta: %s: no cumulative sample type (alloc_objects, "
+		        "alloc_space, contentions, delay) to subtract; name "
+		        "the types with --types",
+		        in);
 }
 
 int
@@ -102,7 +120,10 @@ cli_delta(int argc, char **argv)
 	}
 	const char *names[64];
 	heapprof_delta_options opt = {0};
+	char types_arg[256] = "";
 	if (types) {
+		/* Kept for messages: split_types cuts it up. */
+		snprintf(types_arg, sizeof types_arg, "%s", types);
 		int n = split_types(types, names, 64);
 		if (n <= 0) {
 			cli_err("delta: --types wants 1 to 64 comma-separated names");
@@ -132,11 +153,12 @@ cli_delta(int argc, char **argv)
 		}
 		if (k == 1)
 			break;
-		rc = heapprof_delta_compute(d, buf[0], len[0], 0, discard, NULL);
+		rc = heapprof_delta_compute(d, buf[0], len[0],
+		                            HEAPPROF_DELTA_SUBTRACT, discard, NULL);
 		free(buf[0]);
 		buf[0] = NULL;
 		if (rc < 0) {
-			cli_err("delta: %s: %s", in[0], heapprof_strerror(rc));
+			types_err(in[0], types ? types_arg : NULL, rc);
 			heapprof_delta_free(d);
 			goto done;
 		}
@@ -149,13 +171,21 @@ cli_delta(int argc, char **argv)
 		goto done;
 	}
 	rc = heapprof_delta_compute(d, buf[1], len[1],
-	                            raw ? 0 : HEAPPROF_DELTA_GZIP, cli_out_write,
-	                            &o);
+	                            (raw ? 0 : HEAPPROF_DELTA_GZIP) |
+	                                    HEAPPROF_DELTA_SUBTRACT |
+	                                    HEAPPROF_DELTA_SAME_TYPES,
+	                            cli_out_write, &o);
 	heapprof_delta_free(d);
 	if (rc < 0) {
 		cli_out_abort(&o);
-		cli_err("delta: %s: %s", o.err ? out : in[1],
-		        heapprof_strerror(rc));
+		if (rc == HEAPPROF_ETYPES)
+			cli_err("delta: %s and %s have different sample types "
+			        "(not two profiles of one kind)",
+			        in[0], in[1]);
+		else if (o.err)
+			cli_err("delta: %s: %s", out, heapprof_strerror(rc));
+		else
+			types_err(in[1], types ? types_arg : NULL, rc);
 		goto done;
 	}
 	rc = cli_out_commit(&o);

@@ -7,24 +7,27 @@
  * The input is split into two profiles (fuzz_util.h; unsplittable inputs
  * are a profile against itself) and fed as a stream: a, b, b again, then
  * after a reset a again. Every successful call's output must be a valid
- * profile; a failed call must leave the computer usable.
+ * profile; a failed call must leave the computer usable. The repeat asks
+ * for the type checks (SAME_TYPES, SUBTRACT): b after b has b's types.
  */
 #include "heapprof.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void
-step(heapprof_delta *d, const uint8_t *p, size_t n, const char *what)
+static int
+step(heapprof_delta *d, const uint8_t *p, size_t n, unsigned flags,
+     const char *what)
 {
 	fuzz_buf o = {0};
-	int rc = heapprof_delta_compute(d, p, n, 0, fuzz_buf_write, &o);
+	int rc = heapprof_delta_compute(d, p, n, flags, fuzz_buf_write, &o);
 	if (rc == 0) {
 		int crc = heapprof_pprof_check(o.p, o.n, 0);
 		FUZZ_ASSERT(crc == 0, "%s: delta output invalid: %d %s", what,
 		            crc, heapprof_strerror(crc));
 	}
 	fuzz_buf_free(&o);
+	return rc;
 }
 
 int
@@ -40,11 +43,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	heapprof_delta *d = NULL;
 	if (heapprof_delta_new(&d, &opt) != 0)
 		return 0;
-	step(d, a, na, "first");
-	step(d, b, nb, "second");
-	step(d, b, nb, "repeat");
+	step(d, a, na, 0, "first");
+	int rc = step(d, b, nb, 0, "second");
+	int rc2 = step(d, b, nb,
+	               HEAPPROF_DELTA_SAME_TYPES | HEAPPROF_DELTA_SUBTRACT,
+	               "repeat");
+	FUZZ_ASSERT(rc != 0 || rc2 != HEAPPROF_ETYPES,
+	            "repeat: the same profile's types called different");
 	heapprof_delta_reset(d);
-	step(d, a, na, "after reset");
+	step(d, a, na, 0, "after reset");
 	heapprof_delta_free(d);
 	return 0;
 }

@@ -47,6 +47,7 @@ enum {
 	HEAPPROF_EEMPTY = -4013,    /* empty input */
 	HEAPPROF_ENOTINIT = -4014,  /* the profiler is not loaded in this process */
 	HEAPPROF_EOVERFLOW = -4015, /* a count or size overflowed */
+	HEAPPROF_ENOSUBTRACT = -4016, /* delta: no sample type to subtract */
 	/* legacy text profiles (heapprof convert) */
 	HEAPPROF_ENOTLEGACY = -4100, /* first line is not a known heap header */
 	HEAPPROF_ESAMPLE = -4101,    /* malformed legacy sample line */
@@ -253,6 +254,14 @@ typedef struct heapprof_delta_stats {
 } heapprof_delta_stats;
 
 #define HEAPPROF_DELTA_GZIP 1u /* gzip the output (level 1) */
+/* Fail with HEAPPROF_ETYPES unless the profile's sample types (type and
+ * unit, in any order) are the previous successful call's (more than 64
+ * types: in the same order). No check on a first call. */
+#define HEAPPROF_DELTA_SAME_TYPES 2u
+/* Fail with HEAPPROF_ENOSUBTRACT unless one of the profile's sample types
+ * is to be subtracted (a --types name with no match, a profile with no
+ * cumulative type). */
+#define HEAPPROF_DELTA_SUBTRACT 4u
 
 /*! heapprof_delta_new() :
  *  @opt may be NULL (defaults). @return : 0 or -ENOMEM / -EINVAL. */

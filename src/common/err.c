@@ -45,6 +45,8 @@ heapprof_strerror(int err)
 		return "heapprof is not active in this process";
 	case HEAPPROF_EOVERFLOW:
 		return "integer overflow";
+	case HEAPPROF_ENOSUBTRACT:
+		return "no sample type of the profile is one to subtract";
 	case HEAPPROF_ENOTLEGACY:
 		return "not a legacy heap profile (unrecognized first line)";
 	case HEAPPROF_ESAMPLE:

@@ -148,6 +148,7 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->loc_frame, d->loc_frame_cap * 4);
 	heapprof__delta_release(d, &d->keybuf, d->keybuf_cap * 4);
 	heapprof__delta_release(d, &d->rwbuf, d->rwbuf_cap * 4);
+	heapprof__delta_release(d, &d->ptypes, d->ptypes_cap);
 	heapprof__delta_release(d, &d->bbuf, d->bbuf_cap);
 	heapprof__delta_release(d, &d->lorder, d->lorder_cap * 4);
 	heapprof__delta_release(d, &d->items, d->items_cap * sizeof(delta_item));
@@ -196,6 +197,7 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	b += d->dec.snap.cap + d->dec.snap.segcap * sizeof(pprof_seg) +
 	     d->dec.snap.undocap * sizeof(pprof_undo);
 	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->rwbuf_cap * 4 +
+	     d->ptypes_cap +
 	     d->bbuf_cap +
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
 	     d->acc_cap * 8 + d->slot_cap * 4 + d->outv_cap * 8 +
@@ -442,6 +444,113 @@ add_column(heapprof_delta *d, size_t k)
 	return 0;
 }
 
+/* Bytes type t of the input takes in ptypes. */
+static size_t
+type_bytes(const pprof_dec *dec, size_t t)
+{
+	size_t a, b;
+	heapprof__pprof_string(dec, dec->types[t].type, &a);
+	heapprof__pprof_string(dec, dec->types[t].unit, &b);
+	return 8 + a + b;
+}
+
+/* Whether input type t is the entry of ptypes at *off. */
+static bool
+type_is(const heapprof_delta *d, size_t t, size_t off)
+{
+	const pprof_dec *dec = &d->dec;
+	const uint8_t *p = d->ptypes + off;
+	for (int k = 0; k < 2; k++) {
+		size_t n;
+		const char *str = heapprof__pprof_string(
+			dec, k ? dec->types[t].unit : dec->types[t].type, &n);
+		uint32_t pl;
+		memcpy(&pl, p, 4);
+		if (pl != n || memcmp(p + 4, str, n) != 0)
+			return false;
+		p += 4 + n;
+	}
+	return true;
+}
+
+/* Whether every input type is among the last call's (and, for SAME_TYPES,
+ * the other way round: the same count). */
+static bool
+same_types(const heapprof_delta *d)
+{
+	const pprof_dec *dec = &d->dec;
+	size_t nt = dec->ntypes, off = 0, t;
+	if (nt != d->pnt)
+		return false;
+	for (t = 0; t < nt && type_is(d, t, off); t++)
+		off += type_bytes(dec, t);
+	if (t == nt)
+		return true; /* in the same order */
+	if (nt > 64)
+		return false;
+	for (t = 0; t < nt; t++) {
+		bool found = false;
+		off = 0;
+		for (size_t u = 0; u < d->pnt && !found; u++) {
+			uint32_t a, b;
+			memcpy(&a, d->ptypes + off, 4);
+			memcpy(&b, d->ptypes + off + 4 + a, 4);
+			found = type_is(d, t, off);
+			off += 8 + (size_t)a + b;
+		}
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/* The checks of flags SUBTRACT and SAME_TYPES. */
+static int
+check_types(const heapprof_delta *d, unsigned flags)
+{
+	if ((flags & HEAPPROF_DELTA_SAME_TYPES) && d->have_prev &&
+	    !same_types(d))
+		return HEAPPROF_ETYPES;
+	if (flags & HEAPPROF_DELTA_SUBTRACT) {
+		size_t t = 0;
+		while (t < d->dec.ntypes && d->slot[t] < 0)
+			t++;
+		if (t == d->dec.ntypes)
+			return HEAPPROF_ENOSUBTRACT;
+	}
+	return 0;
+}
+
+/* Room to keep this call's sample types (before commit: cannot fail
+ * after). */
+static int
+types_room(heapprof_delta *d)
+{
+	size_t n = 0;
+	for (size_t t = 0; t < d->dec.ntypes; t++)
+		n += type_bytes(&d->dec, t);
+	return heapprof__delta_grow(d, &d->ptypes, &d->ptypes_cap, n + 1, 1);
+}
+
+static void
+save_types(heapprof_delta *d)
+{
+	const pprof_dec *dec = &d->dec;
+	uint8_t *p = d->ptypes;
+	for (size_t t = 0; t < dec->ntypes; t++)
+		for (int k = 0; k < 2; k++) {
+			size_t n;
+			const char *str = heapprof__pprof_string(
+				dec, k ? dec->types[t].unit : dec->types[t].type,
+				&n);
+			uint32_t l = (uint32_t)n;
+			memcpy(p, &l, 4);
+			memcpy(p + 4, str, n);
+			p += 4 + n;
+		}
+	d->pnt = dec->ntypes;
+}
+
 /* Per-call setup: type slots and per-location caches. */
 static int
 prepare(heapprof_delta *d)
@@ -504,6 +613,8 @@ heapprof_delta_compute(heapprof_delta *d, const void *profile, size_t len,
 	if (rc == 0)
 		rc = prepare(d);
 	if (rc == 0)
+		rc = check_types(d, flags);
+	if (rc == 0)
 		rc = aggregate(d);
 	if (rc == 0)
 		rc = heapprof__delta_out_begin(d, flags, write, arg);
@@ -518,6 +629,8 @@ heapprof_delta_compute(heapprof_delta *d, const void *profile, size_t len,
 	if (rc == 0)
 		rc = heapprof__delta_grow(d, &d->last_slot, &d->last_slot_cap,
 		                          d->dec.ntypes + 1, 4);
+	if (rc == 0)
+		rc = types_room(d);
 	if (rc < 0) {
 		/* Stored values may be this failed call's, not committed. */
 		heapprof__delta_raw_novals(d);
@@ -525,6 +638,7 @@ heapprof_delta_compute(heapprof_delta *d, const void *profile, size_t len,
 		return rc;
 	}
 	commit(d);
+	save_types(d);
 	memcpy(d->last_slot, d->slot, d->dec.ntypes * sizeof(int32_t));
 	d->last_nt = d->dec.ntypes;
 	d->prev_time = d->dec.time_nanos;

@@ -144,6 +144,10 @@ struct heapprof_delta {
 	size_t sub_cap;
 	int32_t *last_slot; /* the last successful call's slot[] (VALS) */
 	size_t last_nt, last_slot_cap;
+	/* the last successful call's sample types, for SAME_TYPES: per type
+	 * a u32 length and the bytes of its type, then of its unit */
+	uint8_t *ptypes;
+	size_t ptypes_cap, pnt;
 	uint32_t *str_map; /* input string index -> output index (0: none) */
 	size_t str_map_cap;
 	uint32_t *out_strs; /* output string i = input string out_strs[i] */
