@@ -546,27 +546,6 @@ heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 	return rc;
 }
 
-/* ------------------------------------------------------------ records */
-
-const char *
-heapprof__pprof_string(const pprof_dec *d, uint64_t i, size_t *len)
-{
-	if (i >= d->nstrings) {
-		*len = 0;
-		return "";
-	}
-	*len = d->str.len[i];
-	return (const char *)d->buf + d->str.off[i];
-}
-
-bool
-heapprof__pprof_string_eq(const pprof_dec *d, uint64_t i, const char *s)
-{
-	size_t n;
-	const char *p = heapprof__pprof_string(d, i, &n);
-	return strlen(s) == n && memcmp(p, s, n) == 0;
-}
-
 /* ------------------------------------------------------------ samples */
 
 /* Makes room for `need` location ids (s_locs and s_lidx share a cap). */

@@ -1,13 +1,33 @@
 /*
- * pprof_rec.c: the decoder's Location, Function and Mapping records (see
- * pprof_dec.h): decoding one by index, and the validation open runs over
- * all of them (string indexes in range, line functions resolvable).
+ * pprof_rec.c: the decoder's records (see pprof_dec.h): strings by index,
+ * Location, Function and Mapping records decoded one by index, and the
+ * validation open runs over all of them (string indexes in range, line
+ * functions resolvable).
  */
 #include <string.h>
 
 #include "heapprof.h"
 #include "pprof_dec.h"
 #include "pprof_int.h"
+
+const char *
+heapprof__pprof_string(const pprof_dec *d, uint64_t i, size_t *len)
+{
+	if (i >= d->nstrings) {
+		*len = 0;
+		return "";
+	}
+	*len = d->str.len[i];
+	return (const char *)d->buf + d->str.off[i];
+}
+
+bool
+heapprof__pprof_string_eq(const pprof_dec *d, uint64_t i, const char *s)
+{
+	size_t n;
+	const char *p = heapprof__pprof_string(d, i, &n);
+	return strlen(s) == n && memcmp(p, s, n) == 0;
+}
 
 int
 heapprof__pprof_location(pprof_dec *d, size_t i, pprof_location *out)
