@@ -178,6 +178,8 @@ cli_merge(int argc, char **argv)
 		if (failed < n)
 			cli_err("merge: %s: %s%s", ins[failed].path,
 			        heapprof_strerror(rc), text_hint(&mi[failed]));
+		else if (o.err)
+			cli_err("merge: %s: %s", out, heapprof_strerror(rc));
 		else
 			cli_err("merge: %s", heapprof_strerror(rc));
 		goto done;
