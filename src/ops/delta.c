@@ -303,6 +303,10 @@ commit(heapprof_delta *d)
 	uint32_t *ti = d->sub, *si = d->sub + nt;
 	size_t ns = subtracted(d, ti, si);
 	uint64_t *v = (uint64_t *)d->outv;
+	size_t lim = 0; /* values up to the last subtracted one */
+	for (size_t j = 0; j < ns; j++)
+		if (ti[j] + 1 > lim)
+			lim = ti[j] + 1;
 	for (size_t i = 0; i < d->nitems; i++) {
 		const delta_item *item = &d->items[i];
 		if (item->len & DELTA_ITEM_SAME)
@@ -310,8 +314,8 @@ commit(heapprof_delta *d)
 		const uint64_t *acc = v;
 		if (item->arow != DELTA_NONE)
 			acc = d->acc + (size_t)item->arow * nt;
-		else if (heapprof__delta_stored_values(d, item->kid, v) < 0)
-			continue; /* cannot happen: emit read them */
+		else
+			heapprof__delta_stored_prefix(d, item->kid, lim, v);
 		int64_t *prev = d->prev + (size_t)item->kid * nn;
 		for (size_t j = 0; j < ns; j++)
 			prev[si[j]] = (int64_t)acc[ti[j]];

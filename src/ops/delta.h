@@ -263,6 +263,10 @@ heapprof__delta_item_new(heapprof_delta *d, uint32_t kid, uint32_t off,
 /* Key kid's stored values field decoded into out (ntypes of them). */
 int heapprof__delta_stored_values(const heapprof_delta *d, uint32_t kid,
                                   uint64_t *out);
+/* The first n of them (n <= ntypes), for commit: no check (emit read the
+ * whole field first). */
+void heapprof__delta_stored_prefix(const heapprof_delta *d, uint32_t kid,
+                                   size_t n, uint64_t *out);
 
 /* A second sample of key kid in this call: its item gets an accumulator
  * row holding the values so far (from its stored values), and its stored

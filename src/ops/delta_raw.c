@@ -493,6 +493,24 @@ heapprof__delta_values_of(const heapprof_delta *d, uint32_t off, uint32_t len,
 	return 0;
 }
 
+void
+heapprof__delta_stored_prefix(const heapprof_delta *d, uint32_t kid, size_t n,
+                              uint64_t *out)
+{
+	const delta_kraw *r = &d->kraw[kid];
+	const uint8_t *q = d->raw + r->off + r->len;
+	/* The arena's end bounds the reads, as in stored_values. */
+	const uint8_t *hard = d->raw + d->raw_cap;
+	for (size_t t = 0; t < n; t++) {
+		uint64_t v = 0;
+		if (HP_LIKELY(*q < 0x80))
+			v = *q++;
+		else if (rd_varint(&q, hard, &v) < 0)
+			v = 0; /* cannot happen: parsed whole when stored */
+		out[t] = v;
+	}
+}
+
 int
 heapprof__delta_stored_values(const heapprof_delta *d, uint32_t kid,
                               uint64_t *out)
