@@ -9,11 +9,29 @@
  * after a reset a again. Every successful call's output must be a valid
  * profile; a failed call must leave the computer usable. The repeat asks
  * for the type checks (SAME_TYPES, SUBTRACT): b after b has b's types.
+ * The allocator fails once, at an allocation the input picks (or never):
+ * every call after it runs on a computer that saw an -ENOMEM.
  */
 #include "heapprof.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static unsigned long n_alloc, fail_at;
+
+static void *
+fuzz_realloc(void *ctx, void *p, size_t old_size, size_t new_size)
+{
+	(void)ctx;
+	(void)old_size;
+	if (new_size == 0) {
+		free(p);
+		return NULL;
+	}
+	if (++n_alloc == fail_at)
+		return NULL;
+	return realloc(p, new_size);
+}
 
 static int
 step(heapprof_delta *d, const uint8_t *p, size_t n, unsigned flags,
@@ -40,6 +58,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&opt, 0, sizeof(opt));
 	opt.max_input = FUZZ_LIMIT;
 	opt.max_age = 2;
+	opt.realloc_fn = fuzz_realloc;
+	n_alloc = 0;
+	/* From the input's last byte: half the inputs never fail. */
+	fail_at = size && (data[size - 1] & 1) ? data[size - 1] / 2 + 1 : 0;
 	heapprof_delta *d = NULL;
 	if (heapprof_delta_new(&d, &opt) != 0)
 		return 0;
