@@ -13,32 +13,9 @@
  */
 #include "delta_pair.h"
 #include "pb.h"
+#include "alloc_hook.h"
 
 #include <errno.h>
-
-static long n_allocs;
-
-static void *
-count_realloc(void *ctx, void *p, size_t old_size, size_t new_size)
-{
-	(void)ctx;
-	(void)old_size;
-	if (new_size == 0) {
-		free(p);
-		return NULL;
-	}
-	n_allocs++;
-	return realloc(p, new_size);
-}
-
-static int
-null_write(void *arg, const void *p, size_t n)
-{
-	(void)arg;
-	(void)p;
-	(void)n;
-	return 0;
-}
 
 /* n samples over stacks (s + 1, n + 1) of ids 1..n+1 at address
  * 0x1000 + 16 s; alloc_objects/alloc_space = (s + 1) * mul; with renum,
@@ -95,7 +72,7 @@ steady_profile(int n, int64_t mul, int renum, int fname)
 TEST(steady_state_values_all_changed)
 {
 	heapprof_delta_options opt = {0};
-	opt.realloc_fn = count_realloc;
+	opt.realloc_fn = hook_realloc;
 	heapprof_delta *d;
 	REQUIRE_OK(heapprof_delta_new(&d, &opt));
 	obuf a = steady_profile(2000, 1, 0, 0);
@@ -104,12 +81,12 @@ TEST(steady_state_values_all_changed)
 		REQUIRE_OK(heapprof_delta_compute(d, a.p, a.len, 0, null_write,
 		                                  NULL));
 	size_t keys = d->keys.n;
-	long before = n_allocs;
+	long before = hook_allocs;
 	REQUIRE_OK(heapprof_delta_compute(d, b.p, b.len, 0, null_write, NULL));
 	CHECK_EQ(d->keys.n, keys);
-	if (n_allocs != before)
+	if (hook_allocs != before)
 		T_FAIL("all values changed: %ld allocations, keys %zu -> %zu",
-		       n_allocs - before, keys, d->keys.n);
+		       hook_allocs - before, keys, d->keys.n);
 	free(a.p);
 	free(b.p);
 	heapprof_delta_free(d);
@@ -126,7 +103,7 @@ TEST(steady_state_values_all_changed)
 TEST(steady_state_new_dictionary_same_stacks)
 {
 	heapprof_delta_options opt = {0};
-	opt.realloc_fn = count_realloc;
+	opt.realloc_fn = hook_realloc;
 	heapprof_delta *d;
 	REQUIRE_OK(heapprof_delta_new(&d, &opt));
 	obuf a = steady_profile(2000, 1, 0, 0);
@@ -140,28 +117,28 @@ TEST(steady_state_new_dictionary_same_stacks)
 		                                  NULL));
 	}
 	size_t keys = d->keys.n;
-	long before = n_allocs;
+	long before = hook_allocs;
 	REQUIRE_OK(heapprof_delta_compute(d, c.p, c.len, 0, null_write, NULL));
 	CHECK_EQ(d->keys.n, keys);
-	if (n_allocs - before > 1)
+	if (hook_allocs - before > 1)
 		T_FAIL("first new dictionary (a function renamed), same "
 		       "stacks: %ld allocations, keys %zu -> %zu",
-		       n_allocs - before, keys, d->keys.n);
+		       hook_allocs - before, keys, d->keys.n);
 	/* A dictionary that changes at every call: after two such calls
 	 * the raw cache records only every 8th call, and the first call
 	 * without it reserves the accumulator rows, once. */
-	before = n_allocs;
+	before = hook_allocs;
 	for (int i = 0; i < 4; i++) {
 		obuf *x = i % 2 ? &c : &e;
 		REQUIRE_OK(heapprof_delta_compute(d, x->p, x->len, 0,
 		                                  null_write, NULL));
 	}
-	if (n_allocs - before > 1)
+	if (hook_allocs - before > 1)
 		T_FAIL("the first calls without the raw cache: %ld "
 		       "allocations",
-		       n_allocs - before);
+		       hook_allocs - before);
 	/* From then on nothing, with the cache or without. */
-	before = n_allocs;
+	before = hook_allocs;
 	for (int i = 0; i < 20; i++) {
 		obuf *x = i % 2 ? &c : &e;
 		REQUIRE_OK(heapprof_delta_compute(d, x->p, x->len, 0,
@@ -172,33 +149,14 @@ TEST(steady_state_new_dictionary_same_stacks)
 		}
 	}
 	CHECK_EQ(d->keys.n, keys);
-	if (n_allocs != before)
+	if (hook_allocs != before)
 		T_FAIL("later new dictionaries, same stacks: %ld allocations",
-		       n_allocs - before);
+		       hook_allocs - before);
 	free(a.p);
 	free(b.p);
 	free(c.p);
 	free(e.p);
 	heapprof_delta_free(d);
-}
-
-/* Live blocks of a realloc hook. */
-static long n_live;
-
-static void *
-live_realloc(void *ctx, void *p, size_t old_size, size_t new_size)
-{
-	(void)ctx;
-	(void)old_size;
-	if (new_size == 0) {
-		if (p)
-			n_live--;
-		free(p);
-		return NULL;
-	}
-	if (!p)
-		n_live++;
-	return realloc(p, new_size);
 }
 
 /* heapprof_delta_free gives back every block the computer took: here
@@ -208,8 +166,8 @@ live_realloc(void *ctx, void *p, size_t old_size, size_t new_size)
 TEST(free_releases_everything)
 {
 	heapprof_delta_options opt = {0};
-	opt.realloc_fn = live_realloc;
-	n_live = 0;
+	opt.realloc_fn = hook_realloc;
+	hook_live = 0;
 	heapprof_delta *d;
 	REQUIRE_OK(heapprof_delta_new(&d, &opt));
 	obuf a = steady_profile(50, 1, 0, 0);
@@ -219,26 +177,9 @@ TEST(free_releases_everything)
 	REQUIRE_OK(heapprof_delta_compute(d, b.p, b.len, 0, null_write, NULL));
 	CHECK_EQ(d->nrawonly, 0);
 	heapprof_delta_free(d);
-	CHECK_EQ(n_live, 0);
+	CHECK_EQ(hook_live, 0);
 	free(a.p);
 	free(b.p);
-}
-
-/* An allocator that fails at its fail_at-th call (0: never). */
-static long fail_at, n_calls;
-
-static void *
-failing_realloc(void *ctx, void *p, size_t old_size, size_t new_size)
-{
-	(void)ctx;
-	(void)old_size;
-	if (new_size == 0) {
-		free(p);
-		return NULL;
-	}
-	if (++n_calls == fail_at)
-		return NULL;
-	return realloc(p, new_size);
 }
 
 /* A stream that grows its key set, changes its dictionary and goes
@@ -252,11 +193,11 @@ TEST(failing_allocator_keeps_state)
 		steady_profile(3000, 4, 0, 0), steady_profile(3000, 5, 0, 0),
 	};
 	long failed = 0, reached = 0;
-	for (fail_at = 1;; fail_at++) {
+	for (hook_fail_at = 1;; hook_fail_at++) {
 		heapprof_delta_options opt = {0};
-		opt.realloc_fn = failing_realloc;
+		opt.realloc_fn = hook_realloc;
 		heapprof_delta *d, *ref;
-		n_calls = 0;
+		hook_calls = 0;
 		if (heapprof_delta_new(&d, &opt) < 0) {
 			failed++;
 			continue;
@@ -270,10 +211,10 @@ TEST(failing_allocator_keeps_state)
 			if (d->keys.n > d->kcap) {
 				T_FAIL("fail at %ld, call %d: %zu keys, rows for "
 				       "%zu",
-				       fail_at, i, d->keys.n, d->kcap);
+				       hook_fail_at, i, d->keys.n, d->kcap);
 				ok = 0;
 			} else if (rc < 0 && rc != -ENOMEM) {
-				T_FAIL("fail at %ld, call %d: rc %d", fail_at, i,
+				T_FAIL("fail at %ld, call %d: rc %d", hook_fail_at, i,
 				       rc);
 				ok = 0;
 			} else if (rc < 0) {
@@ -286,7 +227,7 @@ TEST(failing_allocator_keeps_state)
 				    memcmp(o.p, r.p, o.len) != 0) {
 					T_FAIL("fail at %ld, call %d: %zu bytes, "
 					       "reference %zu",
-					       fail_at, i, o.len, r.len);
+					       hook_fail_at, i, o.len, r.len);
 					ok = 0;
 				}
 			}
@@ -297,11 +238,12 @@ TEST(failing_allocator_keeps_state)
 		heapprof_delta_free(ref);
 		if (!ok)
 			break;
-		if (n_calls < fail_at) {
-			reached = fail_at - 1; /* no call failed: all covered */
+		if (hook_calls < hook_fail_at) {
+			reached = hook_fail_at - 1; /* no call failed: all covered */
 			break;
 		}
 	}
+	hook_fail_at = 0;
 	/* Every allocation of the stream was made to fail once. */
 	CHECK(reached > 20);
 	CHECK(failed >= reached);

@@ -7,23 +7,7 @@
  * through the allocator hook (synthetic and corpus streams).
  */
 #include "delta_build.h"
-
-/* ------------------------------------------------------------ allocator */
-
-static long n_allocs; /* allocations and growths (not frees) */
-
-static void *
-count_realloc(void *ctx, void *p, size_t old_size, size_t new_size)
-{
-	(void)ctx;
-	(void)old_size;
-	if (new_size == 0) {
-		free(p);
-		return NULL;
-	}
-	n_allocs++;
-	return realloc(p, new_size);
-}
+#include "alloc_hook.h"
 
 /* The raw-sample cache (delta_raw.c) keys samples by their bytes while
  * consecutive profiles share their tables; when the tables change (the
@@ -300,26 +284,17 @@ TEST(fast_and_decoded_forms_one_key)
 	heapprof_delta_free(d);
 }
 
-static int
-null_write(void *arg, const void *p, size_t n)
-{
-	(void)arg;
-	(void)p;
-	(void)n;
-	return 0;
-}
-
 /* Steady state: after warm-up on alternating inputs, N more calls make no
  * allocation at all, for raw and gzip input and output. */
 static void
 steady_state(const sbuf *a, const sbuf *b)
 {
 	heapprof_delta_options opt = {0};
-	opt.realloc_fn = count_realloc;
+	opt.realloc_fn = hook_realloc;
 	heapprof_delta *d;
-	n_allocs = 0;
+	hook_allocs = 0;
 	REQUIRE_OK(heapprof_delta_new(&d, &opt));
-	CHECK(n_allocs > 0); /* the hook does see the allocations */
+	CHECK(hook_allocs > 0); /* the hook does see the allocations */
 	for (unsigned flags = 0; flags <= HEAPPROF_DELTA_GZIP; flags++) {
 		for (int i = 0; i < 4; i++) {
 			REQUIRE_OK(heapprof_delta_compute(d, a->p, a->len, flags,
@@ -328,7 +303,7 @@ steady_state(const sbuf *a, const sbuf *b)
 			                                  null_write, NULL));
 		}
 	}
-	long before = n_allocs;
+	long before = hook_allocs;
 	for (unsigned flags = 0; flags <= HEAPPROF_DELTA_GZIP; flags++) {
 		for (int i = 0; i < 5; i++) {
 			REQUIRE_OK(heapprof_delta_compute(d, a->p, a->len, flags,
@@ -337,7 +312,7 @@ steady_state(const sbuf *a, const sbuf *b)
 			                                  null_write, NULL));
 		}
 	}
-	CHECK_EQ(n_allocs - before, 0);
+	CHECK_EQ(hook_allocs - before, 0);
 	heapprof_delta_free(d);
 }
 
