@@ -13,6 +13,10 @@
 #   parses NAME FILE...     every FILE decodes (heapprof top)
 . "$(dirname "$0")/../integration/lib.sh"
 TIER=${REL_TIER:-fast}
+# The script's own stdout and stderr: callers redirect run_t's output to
+# a file, which in sh takes the whole function with it, so a hang's FAIL
+# line would land in that file and count nowhere.
+exec 3>&1 4>&2
 by_tier() { if [ "$TIER" = stress ]; then echo "$2"; else echo "$1"; fi; }
 
 run_t() {
@@ -20,7 +24,7 @@ run_t() {
 	timeout -k 5 "$_rs" "$@"
 	RC=$?
 	if [ $RC -eq 124 ] || [ $RC -eq 137 ]; then
-		fail "$_rn.hang" "no exit within ${_rs}s: $*"
+		fail "$_rn.hang" "no exit within ${_rs}s: $*" >&3 2>&4
 		return 1
 	fi
 	return 0
