@@ -161,6 +161,25 @@ heapprof__pprof_dec_free(pprof_dec *d)
 	d->keep_records = keep;
 }
 
+size_t
+heapprof__pprof_dec_memory(const pprof_dec *d)
+{
+	size_t b = d->str.cap * 8 + d->types_cap * sizeof(*d->types) +
+	           d->comments_cap * sizeof(*d->comments) +
+	           d->locs_cap * (sizeof(*d->locs) + sizeof(*d->loc_addr)) +
+	           d->funcs_cap * sizeof(*d->funcs) +
+	           d->maps_cap * sizeof(*d->maps);
+	b += (d->loc_ids.nslots + d->func_ids.nslots + d->map_ids.nslots) *
+	     sizeof(uint32_t);
+	b += d->s_locs_cap * (sizeof(*d->s_locs) + sizeof(*d->s_lidx)) +
+	     d->s_vals_cap * sizeof(*d->s_vals) +
+	     d->s_labels_cap * sizeof(*d->s_labels) +
+	     d->l_lines_cap * sizeof(*d->l_lines);
+	b += d->snap.cap + d->snap.segcap * sizeof(pprof_seg) +
+	     d->snap.undocap * sizeof(struct pprof_undo);
+	return b + d->zbuf_cap;
+}
+
 static void
 clear_profile(pprof_dec *d)
 {

@@ -242,6 +242,9 @@ typedef struct pprof_sample_iter {
 void heapprof__pprof_dec_init(pprof_dec *d, pb_realloc_fn *rf, void *rctx);
 /* Releases everything the decoder holds. */
 void heapprof__pprof_dec_free(pprof_dec *d);
+/* Bytes the decoder holds (index, scratch, snapshot, inflate buffer; not
+ * zlib's own state). */
+size_t heapprof__pprof_dec_memory(const pprof_dec *d);
 
 /* Indexes and validates a profile (gzip detected and inflated into the
  * decoder's buffer, bounded by d->limit). The input must stay alive and

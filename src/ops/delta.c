@@ -194,15 +194,14 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	b += heapprof__delta_prev_bytes(d, d->kcap) +
 	     d->kcap * (8 + sizeof(delta_kraw));
 	b += d->raw_cap + d->ps_cap + d->ps_lcap * 4;
-	b += d->dec.snap.cap + d->dec.snap.segcap * sizeof(pprof_seg) +
-	     d->dec.snap.undocap * sizeof(pprof_undo);
+	b += heapprof__pprof_dec_memory(&d->dec);
 	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->rwbuf_cap * 4 +
 	     d->ptypes_cap +
 	     d->bbuf_cap +
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
 	     d->acc_cap * 8 + d->slot_cap * 4 + d->outv_cap * 8 +
 	     d->str_map_cap * 4 + d->out_strs_cap * 4 + d->loc_used_cap +
-	     d->func_used_cap + d->map_used_cap + d->w.cap + d->dec.zbuf_cap;
+	     d->func_used_cap + d->map_used_cap + d->w.cap;
 	st->state_bytes = b;
 	return 0;
 }
