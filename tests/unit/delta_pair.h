@@ -1,6 +1,6 @@
 /*
- * delta_pair.h: helpers the delta review tests share (test_delta_review.c,
- * test_delta_cases.c): an output buffer that can fail, a seeded xorshift,
+ * delta_pair.h: helpers the fast-against-exact delta tests share
+ * (test_delta_review.c, test_delta_cases.c, test_delta_diff.c): an output buffer that can fail, a seeded xorshift,
  * a fast computer paired with the exact one (DELTA_SLOW_NORAW | NOKEY |
  * NOOUT), and one call on both that wants the same return code, output
  * bytes, key count and evictions. Static inline: each test includes what

@@ -9,39 +9,8 @@
  * layouts, small max_age, truncated inputs and failing writers. Seeded, so
  * a failure names the stream and call that reproduce it.
  */
-#include "heapprof.h"
-#include "delta.h"
+#include "delta_pair.h"
 #include "pb.h"
-#include "test.h"
-
-typedef struct obuf {
-	uint8_t *p;
-	size_t len;
-	int fail; /* the writer fails (a failed call) */
-} obuf;
-
-static int
-obuf_write(void *arg, const void *p, size_t n)
-{
-	obuf *b = arg;
-	if (b->fail)
-		return -5;
-	b->p = realloc(b->p, b->len + n);
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	return 0;
-}
-
-static uint64_t rng = 0x9e3779b97f4a7c15ULL;
-
-static unsigned
-rnd(unsigned n)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return (unsigned)(rng % n);
-}
 
 /* form 0: one packed field; 1: one unpacked field per element; 2: the
  * first element packed alone, the rest packed. */
@@ -148,35 +117,6 @@ profile(int ntypes, int variant, int dict)
 	return b;
 }
 
-static int
-same_call(heapprof_delta *fast, heapprof_delta *slow, obuf *in, int fail,
-          int stream, int call)
-{
-	obuf of = {NULL, 0, fail}, os = {NULL, 0, fail};
-	int rf = heapprof_delta_compute(fast, in->p, in->len, 0, obuf_write, &of);
-	int rs = heapprof_delta_compute(slow, in->p, in->len, 0, obuf_write, &os);
-	int ok = rf == rs && of.len == os.len &&
-	         (of.len == 0 || memcmp(of.p, os.p, of.len) == 0);
-	if (!ok)
-		T_FAIL("stream %d call %d: rc %d/%d, %zu/%zu bytes", stream, call,
-		       rf, rs, of.len, os.len);
-	free(of.p);
-	free(os.p);
-	return ok;
-}
-
-static void
-pair(heapprof_delta **fast, heapprof_delta **slow, unsigned max_age)
-{
-	heapprof_delta_options o = {0};
-	o.max_age = max_age;
-	*fast = *slow = NULL;
-	if (heapprof_delta_new(fast, &o) < 0 || heapprof_delta_new(slow, &o) < 0)
-		return;
-	(*slow)->slow_only = DELTA_SLOW_NORAW | DELTA_SLOW_NOKEY |
-	                     DELTA_SLOW_NOOUT;
-}
-
 /* Found by review: a sample in a form the raw cache does not record
  * (unpacked values) left the key's stored values from an earlier call in
  * place, so the next packed sample with those values was taken as
@@ -184,7 +124,7 @@ pair(heapprof_delta **fast, heapprof_delta **slow, unsigned max_age)
 TEST(values_stored_before_an_unrecorded_form)
 {
 	heapprof_delta *fast, *slow;
-	pair(&fast, &slow, 16);
+	pair(&fast, &slow, 16, 0);
 	REQUIRE(fast && slow);
 	const int form[3] = {0, 1, 0};
 	const uint64_t val[3] = {10, 20, 10};
@@ -208,7 +148,7 @@ TEST(values_stored_before_an_unrecorded_form)
 		for (size_t k = 0; k < HP_ARRAY_LEN(str); k++)
 			heapprof__pb_bytes_field(&w, 6, str[k], strlen(str[k]));
 		obuf in = {w.buf, w.len, 0};
-		same_call(fast, slow, &in, 0, 0, i);
+		same_call(fast, slow, in.p, in.len, 0, "forms", 0, i);
 		free(in.p);
 	}
 	heapprof_delta_free(fast);
@@ -219,7 +159,7 @@ TEST(random_streams)
 {
 	for (int stream = 0; stream < 3000; stream++) {
 		heapprof_delta *fast, *slow;
-		pair(&fast, &slow, 1 + rnd(4));
+		pair(&fast, &slow, 1 + rnd(4), 0);
 		REQUIRE(fast && slow);
 		int nt = 1 + (int)rnd(3), variant = 0, dict = (int)rnd(100);
 		int ok = 1;
@@ -234,7 +174,8 @@ TEST(random_streams)
 			int fail = rnd(12) == 0;
 			if (rnd(20) == 0)
 				in.len -= 1 + rnd(3); /* truncated */
-			ok = same_call(fast, slow, &in, fail, stream, call);
+			ok = same_call(fast, slow, in.p, in.len, fail, "random", stream,
+			               call);
 			free(in.p);
 		}
 		heapprof_delta_free(fast);
@@ -247,6 +188,7 @@ TEST(random_streams)
 int
 main(void)
 {
+	rng = 0x9e3779b97f4a7c15ULL; /* the streams this test has run */
 	RUN(values_stored_before_an_unrecorded_form);
 	RUN(random_streams);
 	TEST_MAIN_END();
