@@ -476,8 +476,31 @@ type_is(const heapprof_delta *d, size_t t, size_t off)
 	return true;
 }
 
-/* Whether every input type is among the last call's (and, for SAME_TYPES,
- * the other way round: the same count). */
+/* The offset in ptypes after the entry at off. */
+static size_t
+entry_end(const heapprof_delta *d, size_t off)
+{
+	uint32_t a, b;
+	memcpy(&a, d->ptypes + off, 4);
+	memcpy(&b, d->ptypes + off + 4 + a, 4);
+	return off + 8 + (size_t)a + b;
+}
+
+/* Whether input type t is among the last call's types. */
+static bool
+type_was(const heapprof_delta *d, size_t t)
+{
+	size_t off = 0;
+	for (size_t u = 0; u < d->pnt; u++) {
+		if (type_is(d, t, off))
+			return true;
+		off = entry_end(d, off);
+	}
+	return false;
+}
+
+/* Whether the input's sample types are the last call's: as many, and the
+ * same set both ways (a type twice and another missing is not). */
 static bool
 same_types(const heapprof_delta *d)
 {
@@ -491,18 +514,18 @@ same_types(const heapprof_delta *d)
 		return true; /* in the same order */
 	if (nt > 64)
 		return false;
-	for (t = 0; t < nt; t++) {
+	for (t = 0; t < nt; t++)
+		if (!type_was(d, t))
+			return false;
+	/* Each of the last call's types among the input's. */
+	off = 0;
+	for (size_t u = 0; u < d->pnt; u++) {
 		bool found = false;
-		off = 0;
-		for (size_t u = 0; u < d->pnt && !found; u++) {
-			uint32_t a, b;
-			memcpy(&a, d->ptypes + off, 4);
-			memcpy(&b, d->ptypes + off + 4 + a, 4);
+		for (t = 0; t < nt && !found; t++)
 			found = type_is(d, t, off);
-			off += 8 + (size_t)a + b;
-		}
 		if (!found)
 			return false;
+		off = entry_end(d, off);
 	}
 	return true;
 }

@@ -152,13 +152,16 @@ TEST(same_types_flag)
 	                                   "inuse_space:bytes"};
 	static const char *const extra[] = {"alloc_space:bytes",
 	                                    "inuse_space:bytes", "x:count"};
+	static const char *const twice[] = {"alloc_space:bytes",
+	                                    "alloc_space:bytes"};
 	static const char *const block[] = {"contentions:count",
 	                                    "delay:nanoseconds"};
 	const int64_t v1[] = {10, 20}, v2[] = {17, 20}, v3[] = {30, 20, 1},
 	              v4[] = {14, 20};
 	obuf h1 = profile(heap, 2, v1), hs = profile(swapped, 2, v2),
 	     hu = profile(unit, 2, v1), hx = profile(extra, 3, v3),
-	     hb = profile(block, 2, v1), h4 = profile(heap, 2, v4), o;
+	     hb = profile(block, 2, v1), h4 = profile(heap, 2, v4),
+	     hd = profile(twice, 2, v1), o;
 	heapprof_delta *d;
 	REQUIRE_OK(heapprof_delta_new(&d, NULL));
 	REQUIRE_OK(call(d, &h1, BOTH, &o)); /* a first call: no check */
@@ -174,6 +177,9 @@ TEST(same_types_flag)
 	CHECK_EQ(call(d, &hx, BOTH, &o), HEAPPROF_ETYPES);
 	free(o.p);
 	CHECK_EQ(call(d, &hb, BOTH, &o), HEAPPROF_ETYPES);
+	free(o.p);
+	/* As many types, one of them twice and the other missing. */
+	CHECK_EQ(call(d, &hd, BOTH, &o), HEAPPROF_ETYPES);
 	free(o.p);
 	/* Without the flag the extra type is taken. */
 	CHECK_EQ(call(d, &hx, 0, &o), 0);
@@ -193,6 +199,7 @@ TEST(same_types_flag)
 	free(hx.p);
 	free(hb.p);
 	free(h4.p);
+	free(hd.p);
 }
 
 /* More than 64 types: accepted in the same order only. */
