@@ -2,8 +2,7 @@
  * delta.c: the allocation-free delta computer (heapprof_delta_* in
  * heapprof.h): stream state, aggregation of duplicate samples,
  * subtraction by type name, and eviction of vanished stacks. Sample
- * identity by content (the slow path) lives in delta_key.c, the raw-sample
- * cache (the fast path) in delta_raw.c, output encoding in delta_write.c.
+ * identity lives in delta_key.c, output encoding in delta_write.c.
  *
  * Identity (delta_key.c) is by exact content: two samples share a key
  * only if their stacks and labels are equal.
@@ -13,11 +12,9 @@
  * B over the items: subtract, drop all-zero, write; (4) on success commit the
  * current values as "previous" and evict keys not seen for max_age calls.
  * Existing keys need no allocation, so once the key set stops growing a
- * call allocates nothing (all scratch keeps its capacity), with two
- * one-time reservations a stream may meet later: the first change of
- * dictionary gives raw-only keys their bytes back (one block for all),
- * and the first call without the raw cache reserves an accumulator row
- * per sample (test_delta_alloc.c counts both).
+ * call allocates nothing (all scratch keeps its capacity), unless it has
+ * more keys with several samples (accumulator rows) than any call before
+ * (test_delta_alloc.c counts this).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -86,9 +83,8 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	d->khead = d->klast = DELTA_NONE;
 	heapprof__dt_init(&d->frames, rf, d->rctx);
 	heapprof__dt_init(&d->labelsets, rf, d->rctx);
-	heapprof__dt_init(&d->keys, rf, d->rctx);
-	d->keys.eq = heapprof__delta_key_eq;
-	d->keys.eq_ctx = d;
+	heapprof__dp_init(&d->nodes, rf, d->rctx);
+	heapprof__dp_init(&d->keys, rf, d->rctx);
 	heapprof__pprof_dec_init(&d->dec, rf, d->rctx);
 	d->dec.keep_records = true;
 	if (opt->max_input)
@@ -136,18 +132,11 @@ heapprof_delta_free(heapprof_delta *d)
 	                        (d->nnames ? d->nnames : 1) * sizeof(char *));
 	heapprof__delta_release(d, &d->ncol,
 	                        (d->nnames ? d->nnames : 1) * sizeof(int32_t));
-	heapprof__dt_free(&d->frames);
-	heapprof__dt_free(&d->labelsets);
-	heapprof__dt_free(&d->keys);
-	heapprof__delta_release(d, &d->prev,
-	                        heapprof__delta_prev_bytes(d, d->kcap));
-	heapprof__delta_release(d, &d->kgen, d->kcap * sizeof(uint32_t));
-	heapprof__delta_release(d, &d->kpos, d->kcap * sizeof(uint32_t));
-	heapprof__delta_raw_free(d);
+	heapprof__delta_key_free(d);
+	heapprof__delta_release(d, &d->nvb, d->nvb_cap * 8);
 	heapprof__pprof_dec_free(&d->dec);
 	heapprof__delta_release(d, &d->loc_frame, d->loc_frame_cap * 4);
 	heapprof__delta_release(d, &d->keybuf, d->keybuf_cap * 4);
-	heapprof__delta_release(d, &d->rwbuf, d->rwbuf_cap * 4);
 	heapprof__delta_release(d, &d->ptypes, d->ptypes_cap);
 	heapprof__delta_release(d, &d->bbuf, d->bbuf_cap);
 	heapprof__delta_release(d, &d->lorder, d->lorder_cap * 4);
@@ -156,7 +145,6 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->slot, d->slot_cap * 4);
 	heapprof__delta_release(d, &d->outv, d->outv_cap * 8);
 	heapprof__delta_release(d, &d->sub, d->sub_cap * 4);
-	heapprof__delta_release(d, &d->last_slot, d->last_slot_cap * 4);
 	heapprof__delta_release(d, &d->str_map, d->str_map_cap * 4);
 	heapprof__delta_release(d, &d->out_strs, d->out_strs_cap * 4);
 	heapprof__delta_release(d, &d->loc_used, d->loc_used_cap);
@@ -171,9 +159,10 @@ heapprof_delta_reset(heapprof_delta *d)
 {
 	heapprof__dt_clear(&d->frames);
 	heapprof__dt_clear(&d->labelsets);
-	heapprof__dt_clear(&d->keys);
-	d->nrawonly = 0;
-	heapprof__delta_raw_invalidate(d);
+	heapprof__dp_clear(&d->nodes);
+	heapprof__dp_clear(&d->keys);
+	d->lf_ok = false;
+	d->khead = DELTA_NONE;
 	d->have_prev = false;
 	d->prev_time = 0;
 }
@@ -190,12 +179,12 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	st->last_samples_out = d->last_out;
 	size_t b = heapprof__dt_memory(&d->frames) +
 	           heapprof__dt_memory(&d->labelsets) +
-	           heapprof__dt_memory(&d->keys);
-	b += heapprof__delta_prev_bytes(d, d->kcap) +
-	     d->kcap * (8 + sizeof(delta_kraw));
-	b += d->raw_cap + d->ps_cap + d->ps_lcap * 4;
+	           heapprof__dp_memory(&d->nodes) +
+	           heapprof__dp_memory(&d->keys);
+	b += heapprof__delta_prev_bytes(d, d->kcap) + d->kcap * 12 +
+	     d->nvb_cap * 8;
 	b += heapprof__pprof_dec_memory(&d->dec);
-	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->rwbuf_cap * 4 +
+	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 +
 	     d->ptypes_cap +
 	     d->bbuf_cap +
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
@@ -208,8 +197,7 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 
 /* ------------------------------------------------------------ passes */
 
-/* Pass A: every sample -> its key's item; values summed per item. Samples
- * the raw cache recognises are not decoded beyond their values. */
+/* Pass A: every sample -> its key's item; values summed per item. */
 static int
 aggregate(heapprof_delta *d)
 {
@@ -218,13 +206,11 @@ aggregate(heapprof_delta *d)
 	uint32_t off, len;
 	int rc;
 	d->nitems = 0;
-	if (d->raw_ok)
-		return heapprof__delta_raw_pass(d);
 	heapprof__pprof_samples(dec, &it);
 	while ((rc = heapprof__pprof_sample_raw_next(dec, &it, &off, &len)) ==
 	       0) {
 		d->last_in++;
-		HP_TRY(heapprof__delta_slow_sample(d, off, len));
+		HP_TRY(heapprof__delta_sample(d, off, len));
 	}
 	return rc == 1 ? 0 : rc;
 }
@@ -254,40 +240,24 @@ emit(heapprof_delta *d)
 	pprof_sample s;
 	for (size_t i = 0; i < d->nitems; i++) {
 		const delta_item *item = &d->items[i];
-		uint32_t len = item->len & ~DELTA_ITEM_SAME;
+		const int64_t *prev = d->prev + (size_t)item->kid * nn;
 		uint64_t nz = 0;
-		if (item->len & DELTA_ITEM_SAME) {
-			/* Values as last time: subtracted types 0, the others
-			 * as they are. */
-			if (d->kraw[item->kid].flags & DELTA_KRAW_NZ0)
-				continue;
-			HP_TRY(heapprof__delta_stored_values(d, item->kid, outv));
-			for (size_t j = 0; j < ns; j++)
-				outv[ti[j]] = 0;
-		} else {
-			const int64_t *prev = d->prev + (size_t)item->kid * nn;
-			if (item->arow != DELTA_NONE)
-				memcpy(outv, d->acc + (size_t)item->arow * nt,
-				       nt * 8);
-			else
-				HP_TRY(heapprof__delta_stored_values(
-					d, item->kid, outv));
-			for (size_t j = 0; j < ns; j++)
-				outv[ti[j]] -= (uint64_t)prev[si[j]];
-		}
+		heapprof__delta_item_values(d, item, nt, outv);
+		for (size_t j = 0; j < ns; j++)
+			outv[ti[j]] -= (uint64_t)prev[si[j]];
 		for (size_t t = 0; t < nt; t++)
 			nz |= outv[t];
 		if (!nz)
 			continue;
 		int rc = d->slow_only & DELTA_SLOW_NOOUT
 		                 ? 0
-		                 : heapprof__delta_out_fast(d, item->off, len,
-		                                            d->outv);
+		                 : heapprof__delta_out_fast(d, item->off,
+		                                            item->len, d->outv);
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {
-			HP_TRY(heapprof__pprof_sample_at(dec, item->off, len,
-			                                 &s));
+			HP_TRY(heapprof__pprof_sample_at(dec, item->off,
+			                                 item->len, &s));
 			HP_TRY(heapprof__delta_out_sample(d, &s, d->outv));
 		}
 		d->last_out++;
@@ -306,106 +276,15 @@ commit(heapprof_delta *d)
 	for (size_t j = 0; j < ns; j++)
 		if (ti[j] + 1 > lim)
 			lim = ti[j] + 1;
+	if (!ns)
+		return;
 	for (size_t i = 0; i < d->nitems; i++) {
 		const delta_item *item = &d->items[i];
-		if (item->len & DELTA_ITEM_SAME)
-			continue; /* values as committed last time */
-		const uint64_t *acc = v;
-		if (item->arow != DELTA_NONE)
-			acc = d->acc + (size_t)item->arow * nt;
-		else
-			heapprof__delta_stored_prefix(d, item->kid, lim, v);
+		heapprof__delta_item_values(d, item, lim, v);
 		int64_t *prev = d->prev + (size_t)item->kid * nn;
 		for (size_t j = 0; j < ns; j++)
-			prev[si[j]] = (int64_t)acc[ti[j]];
+			prev[si[j]] = (int64_t)v[ti[j]];
 	}
-}
-
-/* Rebuilds the tables with the keys seen within max_age calls only. */
-static int
-compact(heapprof_delta *d, size_t live)
-{
-	dt_table nf, nl, nk;
-	/* Every key by its content: the raw records go below. */
-	HP_TRY(heapprof__delta_materialize(d));
-	heapprof__dt_init(&nf, d->rf, d->rctx);
-	heapprof__dt_init(&nl, d->rf, d->rctx);
-	heapprof__dt_init(&nk, d->rf, d->rctx);
-	nk.eq = d->keys.eq;
-	nk.eq_ctx = d->keys.eq_ctx;
-	size_t nn = d->npcols, cap = live ? live : 1;
-	int64_t *prev = d->rf(d->rctx, NULL, 0, heapprof__delta_prev_bytes(d, cap));
-	uint32_t *kgen = d->rf(d->rctx, NULL, 0, cap * 4);
-	uint32_t *kpos = d->rf(d->rctx, NULL, 0, cap * 4);
-	delta_kraw *kraw = d->rf(d->rctx, NULL, 0, cap * sizeof(delta_kraw));
-	int rc = prev && kgen && kpos && kraw ? 0 : -ENOMEM;
-	for (size_t k = 0; k < d->keys.n && rc == 0; k++) {
-		if (d->gen - d->kgen[k] > d->max_age)
-			continue;
-		size_t len;
-		const uint8_t *kb = heapprof__dt_bytes(&d->keys, (uint32_t)k, &len);
-		size_t nw = len / 4;
-		rc = heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap, nw, 4);
-		if (rc < 0)
-			break;
-		memcpy(d->keybuf, kb, len);
-		uint32_t *w = d->keybuf, id;
-		for (size_t i = 0; i < nw && rc >= 0; i++) {
-			if (i == 0 && w[0] == DELTA_NONE)
-				continue;
-			dt_table *src = i == 0 ? &d->labelsets : &d->frames;
-			dt_table *dst = i == 0 ? &nl : &nf;
-			size_t bl;
-			const uint8_t *b = heapprof__dt_bytes(src, w[i], &bl);
-			rc = heapprof__dt_intern(dst, b, bl,
-			                         src->ents[w[i]].hash, &id);
-			w[i] = id;
-		}
-		if (rc < 0)
-			break;
-		rc = heapprof__dt_intern(&nk, w, len,
-		                         heapprof__dt_hash(w, len), &id);
-		if (rc < 0)
-			break;
-		rc = 0;
-		memcpy(prev + (size_t)id * nn, d->prev + k * nn, nn * 8);
-		kgen[id] = d->kgen[k];
-	}
-	if (rc < 0) {
-		heapprof__dt_free(&nf);
-		heapprof__dt_free(&nl);
-		heapprof__dt_free(&nk);
-		if (prev)
-			d->rf(d->rctx, prev, heapprof__delta_prev_bytes(d, cap),
-			      0);
-		if (kgen)
-			d->rf(d->rctx, kgen, cap * 4, 0);
-		if (kpos)
-			d->rf(d->rctx, kpos, cap * 4, 0);
-		if (kraw)
-			d->rf(d->rctx, kraw, cap * sizeof(delta_kraw), 0);
-		return rc;
-	}
-	d->evicted += d->keys.n - nk.n;
-	heapprof__dt_free(&d->frames);
-	heapprof__dt_free(&d->labelsets);
-	heapprof__dt_free(&d->keys);
-	heapprof__delta_release(d, &d->prev,
-	                        heapprof__delta_prev_bytes(d, d->kcap));
-	heapprof__delta_release(d, &d->kgen, d->kcap * 4);
-	heapprof__delta_release(d, &d->kpos, d->kcap * 4);
-	heapprof__delta_release(d, &d->kraw, d->kcap * sizeof(delta_kraw));
-	d->frames = nf;
-	d->labelsets = nl;
-	d->keys = nk;
-	d->prev = prev;
-	d->kgen = kgen;
-	d->kpos = kpos;
-	d->kraw = kraw;
-	d->kcap = cap;
-	/* Key ids changed: the raw cache starts over. */
-	heapprof__delta_raw_invalidate(d);
-	return 0;
 }
 
 static int
@@ -420,7 +299,7 @@ maybe_evict(heapprof_delta *d)
 	 * 4/3 of the live set, and a stable stream never rebuilds. */
 	if (dead == 0 || dead * 4 < d->keys.n)
 		return 0;
-	return compact(d, d->keys.n - dead);
+	return heapprof__delta_compact(d, d->keys.n - dead);
 }
 
 /* Gives subtracted name k a column of prev[], zero for every key (a name
@@ -607,24 +486,8 @@ prepare(heapprof_delta *d)
 		if (d->slot[t] >= 0 && d->ncol[d->slot[t]] < 0)
 			HP_TRY(add_column(d, (size_t)d->slot[t]));
 	}
-	/* Stored values stand for committed ones only under the same type
-	 * layout. */
-	if (nt != d->last_nt ||
-	    (nt && memcmp(d->slot, d->last_slot, nt * sizeof(int32_t)) != 0))
-		heapprof__delta_raw_novals(d);
-	/* loc_frame[] is reset by raw_prepare unless the dictionary is the
-	 * last one (raw-only keys need it then). */
-	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
-	                            dec->nlocs + 1, 4));
 	HP_TRY(heapprof__delta_reserve(d));
-	HP_TRY(heapprof__delta_raw_prepare(d));
-	/* Without the raw cache every sample takes an accumulator row:
-	 * reserved at once, by a stream's first such call (later ones find
-	 * the room), not grown row by row. */
-	if (!d->raw_ok)
-		HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
-		                            dec->nsamples * nt + 1, 8));
-	return 0;
+	return heapprof__delta_key_prepare(d);
 }
 
 HP_EXPORT int
@@ -653,20 +516,11 @@ heapprof_delta_compute(heapprof_delta *d, const void *profile, size_t len,
 		rc = heapprof__delta_out_finish(d, flags, t, dur);
 	}
 	if (rc == 0)
-		rc = heapprof__delta_grow(d, &d->last_slot, &d->last_slot_cap,
-		                          d->dec.ntypes + 1, 4);
-	if (rc == 0)
 		rc = types_room(d);
-	if (rc < 0) {
-		/* Stored values may be this failed call's, not committed. */
-		heapprof__delta_raw_novals(d);
-		d->last_nt = SIZE_MAX;
+	if (rc < 0)
 		return rc;
-	}
 	commit(d);
 	save_types(d);
-	memcpy(d->last_slot, d->slot, d->dec.ntypes * sizeof(int32_t));
-	d->last_nt = d->dec.ntypes;
 	d->prev_time = d->dec.time_nanos;
 	d->have_prev = true;
 	d->calls++;

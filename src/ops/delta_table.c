@@ -150,34 +150,6 @@ heapprof__dt_reserve(dt_table *t, size_t n, size_t abytes)
 	return 0;
 }
 
-bool
-heapprof__dt_trim_bytes(dt_table *t, uint32_t id, size_t keep)
-{
-	dt_entry *e = &t->ents[id];
-	if (!t->eq || id + 1 != t->n || (e->len & DT_PARTIAL) ||
-	    keep > e->len || (size_t)e->off + e->len != t->alen)
-		return false;
-	t->alen = e->off + keep;
-	e->len |= DT_PARTIAL;
-	return true;
-}
-
-int
-heapprof__dt_set_bytes(dt_table *t, uint32_t id, const void *key)
-{
-	dt_entry *e = &t->ents[id];
-	if (!(e->len & DT_PARTIAL))
-		return 0;
-	size_t len = e->len & ~DT_PARTIAL;
-	/* The old prefix stays behind as dead bytes. */
-	HP_TRY(arena_room(t, len));
-	memcpy(t->arena + t->alen, key, len);
-	e->off = (uint32_t)t->alen;
-	e->len = (uint32_t)len;
-	t->alen += len;
-	return 0;
-}
-
 int
 heapprof__dt_intern(dt_table *t, const void *key, size_t len, uint64_t hash,
                     uint32_t *id)
@@ -188,17 +160,10 @@ heapprof__dt_intern(dt_table *t, const void *key, size_t len, uint64_t hash,
 		uint32_t s;
 		while ((s = t->slots[h]) != 0) {
 			const dt_entry *e = &t->ents[s - 1];
-			if (e->hash == hash && (e->len & ~DT_PARTIAL) == len) {
-				int eq = HP_LIKELY(!(e->len & DT_PARTIAL))
-				                 ? memcmp(t->arena + e->off, key,
-				                          len) == 0
-				                 : t->eq(t->eq_ctx, s - 1, key, len);
-				if (eq < 0)
-					return eq;
-				if (eq) {
-					*id = s - 1;
-					return 0;
-				}
+			if (e->hash == hash && e->len == len &&
+			    memcmp(t->arena + e->off, key, len) == 0) {
+				*id = s - 1;
+				return 0;
 			}
 			h = (h + 1) & mask;
 		}
@@ -207,7 +172,7 @@ heapprof__dt_intern(dt_table *t, const void *key, size_t len, uint64_t hash,
 	if ((t->n + 1) * 2 > t->nslots) {
 		HP_TRY(rehash(t, t->nslots ? t->nslots * 2 : 64));
 	}
-	if (t->n >= UINT32_MAX - 1 || len >= DT_PARTIAL)
+	if (t->n >= UINT32_MAX - 1 || len >= UINT32_MAX)
 		return -ENOMEM;
 	if (t->n == t->cap) {
 		size_t c = t->cap ? t->cap + t->cap / 2 : 64;
@@ -232,18 +197,4 @@ heapprof__dt_intern(dt_table *t, const void *key, size_t len, uint64_t hash,
 	t->slots[h] = (uint32_t)t->n + 1;
 	*id = (uint32_t)t->n++;
 	return 1;
-}
-
-void
-heapprof__dt_drop_last(dt_table *t)
-{
-	const dt_entry *e = &t->ents[t->n - 1];
-	size_t mask = t->nslots - 1, h = (size_t)e->hash & mask;
-	/* Every other entry went in before it, when its slot was free: no
-	 * probe run passes through that slot, so emptying it breaks none. */
-	while (t->slots[h] != (uint32_t)t->n)
-		h = (h + 1) & mask;
-	t->slots[h] = 0;
-	t->alen = e->off; /* its bytes were the arena's last */
-	t->n--;
 }

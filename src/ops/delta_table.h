@@ -2,20 +2,13 @@
  * delta_table.h: the interning table the delta computer keeps its state in:
  * byte strings -> dense ids, with exact comparison (the hash only picks the
  * bucket), an arena for the bytes, and a per-entry generation for eviction.
- * Used three times: frames (address or function/file/line), label sets
- * (canonical sorted labels) and sample keys (label set id + frame ids).
- * All memory comes from a realloc hook; lookups of existing keys allocate
- * nothing.
- *
- * An entry may keep only a prefix of its bytes (len flag DT_PARTIAL): its
- * owner holds the rest in another form and compares through the table's
- * eq hook (the delta computer's keys known by their raw sample bytes,
- * delta_key.c).
+ * Used twice: frames (address or function/file/line) and label sets
+ * (canonical sorted labels). All memory comes from a realloc hook; lookups
+ * of existing keys allocate nothing.
  */
 #ifndef HEAPPROF_DELTA_TABLE_H
 #define HEAPPROF_DELTA_TABLE_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,11 +19,6 @@ typedef struct dt_entry {
 	uint32_t off, len; /* bytes in the arena */
 } dt_entry;
 
-#define DT_PARTIAL 0x80000000u
-
-/* Entry `id` (partial) equals key[len]: 1, 0, or a negative error. */
-typedef int dt_eq_fn(void *ctx, uint32_t id, const void *key, size_t len);
-
 typedef struct dt_table {
 	uint32_t *slots; /* id + 1, 0 = empty; open addressing */
 	size_t nslots;   /* power of two */
@@ -40,8 +28,6 @@ typedef struct dt_table {
 	size_t alen, acap;
 	pb_realloc_fn *rf;
 	void *rctx;
-	dt_eq_fn *eq; /* for partial entries */
-	void *eq_ctx;
 } dt_table;
 
 void heapprof__dt_init(dt_table *t, pb_realloc_fn *rf, void *rctx);
@@ -56,29 +42,11 @@ uint64_t heapprof__dt_hash(const void *p, size_t n);
 int heapprof__dt_intern(dt_table *t, const void *key, size_t len,
                         uint64_t hash, uint32_t *id);
 
-/* Takes back the entry just inserted (the table's last): for a caller
- * that could not make room for what goes with it. */
-void heapprof__dt_drop_last(dt_table *t);
-
-/* Keeps only the first `keep` bytes of entry id if it is the last one
- * inserted (its bytes the arena's last): it keeps its hash and length and
- * compares through t->eq. True if done. */
-bool heapprof__dt_trim_bytes(dt_table *t, uint32_t id, size_t keep);
-/* Gives partial entry id all its bytes again (its len of them): 0 or
- * -ENOMEM. */
-int heapprof__dt_set_bytes(dt_table *t, uint32_t id, const void *key);
-
-HP_INLINE bool
-heapprof__dt_partial(const dt_table *t, uint32_t id)
-{
-	return t->ents[id].len & DT_PARTIAL;
-}
-
-/* Entry id's bytes (a partial entry: its prefix). */
+/* Entry id's bytes. */
 static inline const uint8_t *
 heapprof__dt_bytes(const dt_table *t, uint32_t id, size_t *len)
 {
-	*len = t->ents[id].len & ~DT_PARTIAL;
+	*len = t->ents[id].len;
 	return t->arena + t->ents[id].off;
 }
 

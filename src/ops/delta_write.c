@@ -316,9 +316,9 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 		ids_len = unp_len;
 	}
 	size_t nt = dec->ntypes;
-	uint8_t vb[DELTA_RAW_MAXT * 10];
+	uint8_t vb[DELTA_MAXT * 10];
 	size_t vlen = 0;
-	if (nt > DELTA_RAW_MAXT)
+	if (nt > DELTA_MAXT)
 		return 0;
 	for (size_t t = 0; t < nt; t++)
 		vlen += heapprof__pb_put_varint_fast(vb + vlen,

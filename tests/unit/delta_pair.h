@@ -1,7 +1,7 @@
 /*
  * delta_pair.h: helpers the fast-against-exact delta tests share
  * (test_delta_review.c, test_delta_cases.c, test_delta_diff.c): an output buffer that can fail, a seeded xorshift,
- * a fast computer paired with the exact one (DELTA_SLOW_NORAW | NOKEY |
+ * a fast computer paired with the exact one (DELTA_SLOW_NOPRED | NOKEY |
  * NOOUT), and one call on both that wants the same return code, output
  * bytes, key count and evictions. Static inline: each test includes what
  * it uses.
@@ -42,7 +42,7 @@ rnd(unsigned n)
 	return (unsigned)(rng % n);
 }
 
-#define ALL_SLOW (DELTA_SLOW_NORAW | DELTA_SLOW_NOKEY | DELTA_SLOW_NOOUT)
+#define ALL_SLOW (DELTA_SLOW_NOPRED | DELTA_SLOW_NOKEY | DELTA_SLOW_NOOUT)
 
 static inline int
 pair(heapprof_delta **fast, heapprof_delta **slow, unsigned max_age,
@@ -58,21 +58,19 @@ pair(heapprof_delta **fast, heapprof_delta **slow, unsigned max_age,
 	return 0;
 }
 
-static uint64_t st_restarts, st_restarts_seen, st_rawonly_max,
-	st_rawonly_calls, st_hits, st_calls, st_fail;
+/* What the fast computer's streams did: its predicted keys, and how many
+ * of those the quick path (id bytes) confirmed. */
+static uint64_t st_pred, st_quick, st_calls, st_fail;
 
 static inline void
 stats(const char *name)
 {
-	fprintf(stderr, "  %s: %llu calls (%llu failed), %llu restarts, "
-	        "raw-only max %llu, calls with raw-only %llu, hits %llu\n",
+	fprintf(stderr, "  %s: %llu calls (%llu failed), predicted %llu, "
+	        "by id bytes %llu\n",
 	        name, (unsigned long long)st_calls,
-	        (unsigned long long)st_fail, (unsigned long long)st_restarts,
-	        (unsigned long long)st_rawonly_max,
-	        (unsigned long long)st_rawonly_calls,
-	        (unsigned long long)st_hits);
-	st_restarts = st_rawonly_max = st_rawonly_calls = st_hits = 0;
-	st_calls = st_fail = 0;
+	        (unsigned long long)st_fail, (unsigned long long)st_pred,
+	        (unsigned long long)st_quick);
+	st_pred = st_quick = st_calls = st_fail = 0;
 }
 
 /* One call on both; 1 if rc and bytes agree. */
@@ -96,13 +94,6 @@ same_call(heapprof_delta *fast, heapprof_delta *slow, const uint8_t *p,
 		       (unsigned long long)slow->evicted);
 	free(of.p);
 	free(os.p);
-	if (fast->raw_restarts > st_restarts_seen)
-		st_restarts += fast->raw_restarts - st_restarts_seen;
-	st_restarts_seen = fast->raw_restarts;
-	if (fast->nrawonly > st_rawonly_max)
-		st_rawonly_max = fast->nrawonly;
-	st_rawonly_calls += fast->nrawonly > 0;
-	st_hits += fast->raw_hits;
 	st_calls++;
 	st_fail += rf < 0;
 	return ok;

@@ -1,11 +1,10 @@
 /*
  * test_delta_alloc.c: the delta computer and its allocator hook. Once the
  * key set stops growing a call allocates nothing: not when every value
- * changes (the accumulator grew then, until changed values were kept in
- * the raw records), and after one reservation when a new dictionary
- * gives raw-only keys their bytes back (it was 4 growths and the
- * read-back scratch). heapprof_delta_free gives back every block (it
- * kept the read-back scratch). An allocator that fails at its n-th call,
+ * changes, not when the dictionary changes under the same stacks (ids
+ * renumbered, a function renamed), and not when it changes at every call.
+ * heapprof_delta_free gives back every block. An allocator that fails at
+ * its n-th call,
  * for every n a short stream reaches: the call fails with -ENOMEM, the
  * computer stays whole (every key has its rows: a key was left without
  * them, and the next call wrote past the per-key arrays) and then gives
@@ -94,12 +93,9 @@ TEST(steady_state_values_all_changed)
 
 /* The same, after warm-up on calls whose values all change: a call whose
  * dictionary changed but not its stacks (a function renamed; frames are
- * by address, so every key stays). Raw-only keys get their bytes back
- * then: one reservation for all of them (it was 4 growths of the keys
- * arena and the read-back scratch). A stream whose dictionary changes at
- * every call goes without the raw cache: its first such call reserves
- * the accumulator rows, once. Every later call, dictionary changed or
- * not, allocates nothing. */
+ * by address, so every key stays), then, after one call that sizes the
+ * decoder for it, a dictionary that changes at every call (ids
+ * renumbered): nothing allocated. */
 TEST(steady_state_new_dictionary_same_stacks)
 {
 	heapprof_delta_options opt = {0};
@@ -120,27 +116,19 @@ TEST(steady_state_new_dictionary_same_stacks)
 	long before = hook_allocs;
 	REQUIRE_OK(heapprof_delta_compute(d, c.p, c.len, 0, null_write, NULL));
 	CHECK_EQ(d->keys.n, keys);
-	if (hook_allocs - before > 1)
+	if (hook_allocs != before)
 		T_FAIL("first new dictionary (a function renamed), same "
 		       "stacks: %ld allocations, keys %zu -> %zu",
 		       hook_allocs - before, keys, d->keys.n);
-	/* A dictionary that changes at every call: after two such calls
-	 * the raw cache records only every 8th call, and the first call
-	 * without it reserves the accumulator rows, once. */
-	before = hook_allocs;
-	for (int i = 0; i < 4; i++) {
-		obuf *x = i % 2 ? &c : &e;
-		REQUIRE_OK(heapprof_delta_compute(d, x->p, x->len, 0,
-		                                  null_write, NULL));
-	}
-	if (hook_allocs - before > 1)
-		T_FAIL("the first calls without the raw cache: %ld "
-		       "allocations",
-		       hook_allocs - before);
-	/* From then on nothing, with the cache or without. */
+	/* A dictionary that changes at every call (ids renumbered), now and
+	 * then settled. The decoder's first such call grows its record
+	 * snapshot's undo log, once; after it, nothing. */
+	obuf r = steady_profile(2000, 7, 1, 0);
+	REQUIRE_OK(heapprof_delta_compute(d, r.p, r.len, 0, null_write, NULL));
+	REQUIRE_OK(heapprof_delta_compute(d, e.p, e.len, 0, null_write, NULL));
 	before = hook_allocs;
 	for (int i = 0; i < 20; i++) {
-		obuf *x = i % 2 ? &c : &e;
+		obuf *x = i % 2 ? &r : &e;
 		REQUIRE_OK(heapprof_delta_compute(d, x->p, x->len, 0,
 		                                  null_write, NULL));
 		if (i == 9) { /* and back to a settled dictionary */
@@ -156,34 +144,42 @@ TEST(steady_state_new_dictionary_same_stacks)
 	free(b.p);
 	free(c.p);
 	free(e.p);
+	free(r.p);
 	heapprof_delta_free(d);
 }
 
 /* heapprof_delta_free gives back every block the computer took: here
- * after raw-only keys were compared through their records (a shuffled
- * order) and given their bytes back (a new dictionary), which is when
- * the scratch for a raw-only key's content (rwbuf) is taken. */
+ * after the quick path recorded id bytes, a new dictionary cleared them,
+ * and eviction rebuilt the tables. */
 TEST(free_releases_everything)
 {
 	heapprof_delta_options opt = {0};
 	opt.realloc_fn = hook_realloc;
 	hook_live = 0;
 	heapprof_delta *d;
+	opt.max_age = 1;
 	REQUIRE_OK(heapprof_delta_new(&d, &opt));
 	obuf a = steady_profile(50, 1, 0, 0);
-	obuf b = steady_profile(50, 2, 0, 1);
-	REQUIRE_OK(heapprof_delta_compute(d, a.p, a.len, 0, null_write, NULL));
-	REQUIRE(d->nrawonly > 0);
+	obuf b = steady_profile(50, 2, 1, 1);
+	obuf c = steady_profile(20, 2, 0, 0);
+	for (int i = 0; i < 2; i++)
+		REQUIRE_OK(heapprof_delta_compute(d, a.p, a.len, 0, null_write,
+		                                  NULL));
+	REQUIRE(d->quick_hits > 0 && d->nvb_cap > 0);
 	REQUIRE_OK(heapprof_delta_compute(d, b.p, b.len, 0, null_write, NULL));
-	CHECK_EQ(d->nrawonly, 0);
+	for (int i = 0; i < 3; i++)
+		REQUIRE_OK(heapprof_delta_compute(d, c.p, c.len, 0, null_write,
+		                                  NULL));
+	CHECK(d->evicted > 0);
 	heapprof_delta_free(d);
 	CHECK_EQ(hook_live, 0);
 	free(a.p);
 	free(b.p);
+	free(c.p);
 }
 
-/* A stream that grows its key set, changes its dictionary and goes
- * raw-only: each call on a computer whose allocator fails once, and on a
+/* A stream that grows its key set, changes its dictionary and is known
+ * by its id bytes: each call on a computer whose allocator fails once, and on a
  * reference that only sees the calls that succeeded there. */
 TEST(failing_allocator_keeps_state)
 {

@@ -397,7 +397,7 @@ TEST(fast_paths_equal_exact_paths)
 			heapprof_delta *fast, *slow;
 			REQUIRE_OK(heapprof_delta_new(&fast, &opt));
 			REQUIRE_OK(heapprof_delta_new(&slow, &opt));
-			slow->slow_only = DELTA_SLOW_NORAW | DELTA_SLOW_NOKEY |
+			slow->slow_only = DELTA_SLOW_NOPRED | DELTA_SLOW_NOKEY |
 			                  DELTA_SLOW_NOOUT;
 			for (size_t i = 0; i < 9 && seqs[q][i]; i++) {
 				char path[512];

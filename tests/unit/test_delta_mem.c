@@ -1,11 +1,11 @@
 /*
  * test_delta_mem.c: the delta computer's compact state. prev[] columns
  * only for the subtracted names profiles have matched (a name first met
- * mid-stream gets its column with every key's previous value 0), and
- * raw-only keys (delta_key.c): keys that keep only their label set id and
- * are compared through their raw records must equal, word for word, the
- * keys the exact path builds, before and after they get their bytes back
- * (a new dictionary, the raw arena started over, compaction).
+ * mid-stream gets its column with every key's previous value 0), stacks
+ * as shared node paths and keys as (node, label set) pairs (delta_key.c),
+ * the same with and without the fast paths, and the quick path (keys known
+ * by their location id bytes) exact across dictionaries that give the same
+ * ids other addresses.
  */
 #include "heapprof.h"
 #include "delta.h"
@@ -144,7 +144,7 @@ pair(heapprof_delta **fast, heapprof_delta **slow)
 {
 	REQUIRE_OK(heapprof_delta_new(fast, NULL));
 	REQUIRE_OK(heapprof_delta_new(slow, NULL));
-	(*slow)->slow_only = DELTA_SLOW_NORAW | DELTA_SLOW_NOKEY |
+	(*slow)->slow_only = DELTA_SLOW_NOPRED | DELTA_SLOW_NOKEY |
 	                     DELTA_SLOW_NOOUT;
 }
 
@@ -169,10 +169,11 @@ static int g_step;
 /* Values 14 bits longer at each step: records outgrow their room. */
 static int64_t v_step(int s, int t) { return ((int64_t)1 << (14 * g_step)) + s + t; }
 
-/* Keys made under a dictionary with ids 1..n in order keep only their
- * label set id; compared through their raw records they are the exact
- * path's keys, and given their bytes back they are those keys' bytes. */
-TEST(raw_only_keys_are_the_exact_keys)
+/* 40 stacks (s + 1, n + 1, n + 2) share their two root-side frames: 42
+ * nodes, 40 keys, the same pairs with or without the fast paths; the same
+ * profile again is known by its id bytes, sample by sample; in another
+ * order the predictions miss and the tables find the keys. */
+TEST(stacks_share_nodes_and_keys_are_the_exact_keys)
 {
 	const char *const types[] = {"alloc_objects", "alloc_space",
 	                             "inuse_objects", "inuse_space"};
@@ -180,51 +181,34 @@ TEST(raw_only_keys_are_the_exact_keys)
 	pair(&fast, &slow);
 	sbuf in = mk(types, 4, 40, v_small, 1, 0x1000, 0);
 	same_call(fast, slow, &in, 0);
-	free(in.p);
 	REQUIRE(fast->keys.n == 40 && slow->keys.n == 40);
-	CHECK_EQ(fast->nrawonly, 40);
-	CHECK_EQ(slow->nrawonly, 0);
-	/* Keys are interned in sample order by both. */
-	for (uint32_t k = 0; k < 40; k++) {
-		size_t len;
-		const uint8_t *b = heapprof__dt_bytes(&slow->keys, k, &len);
-		uint32_t wd[8];
-		REQUIRE(len <= sizeof(wd) && len >= 8);
-		memcpy(wd, b, len);
-		CHECK(heapprof__dt_partial(&fast->keys, k));
-		CHECK_EQ(heapprof__delta_key_eq(fast, k, wd, len), 1);
-		wd[len / 4 - 1] ^= 1; /* another frame */
-		CHECK_EQ(heapprof__delta_key_eq(fast, k, wd, len), 0);
-		wd[len / 4 - 1] ^= 1;
-		wd[0] ^= 1; /* another label set */
-		CHECK_EQ(heapprof__delta_key_eq(fast, k, wd, len), 0);
-		wd[0] ^= 1;
-		CHECK_EQ(heapprof__delta_key_eq(fast, k, wd, len - 4), 0);
-	}
-	/* The same profile in another order: predictions miss, the slow path
-	 * finds the raw-only keys by content. */
-	in = mk(types, 4, 40, v_big, 1, 0x1000, 17);
+	CHECK_EQ(fast->nodes.n, 42);
+	CHECK_EQ(slow->nodes.n, 42);
+	for (uint32_t k = 0; k < 40; k++)
+		CHECK_EQ(fast->keys.pairs[k], slow->keys.pairs[k]);
+	for (uint32_t k = 0; k < 42; k++)
+		CHECK_EQ(fast->nodes.pairs[k], slow->nodes.pairs[k]);
+	CHECK_EQ(fast->quick_hits, 0);
 	same_call(fast, slow, &in, 1);
+	CHECK_EQ(fast->quick_hits, 40);
+	CHECK_EQ(slow->quick_hits + slow->pred_hits, 0);
 	free(in.p);
+	uint64_t q = fast->quick_hits;
+	in = mk(types, 4, 40, v_big, 1, 0x1000, 17);
+	same_call(fast, slow, &in, 2);
+	free(in.p);
+	CHECK(fast->quick_hits - q < 40);
 	CHECK_EQ(fast->keys.n, 40);
-	REQUIRE_OK(heapprof__delta_materialize(fast));
-	CHECK_EQ(fast->nrawonly, 0);
-	for (uint32_t k = 0; k < 40; k++) {
-		size_t lf, ls;
-		const uint8_t *bf = heapprof__dt_bytes(&fast->keys, k, &lf);
-		const uint8_t *bs = heapprof__dt_bytes(&slow->keys, k, &ls);
-		CHECK(!heapprof__dt_partial(&fast->keys, k));
-		CHECK(lf == ls && memcmp(bf, bs, lf) == 0);
-	}
+	CHECK_EQ(fast->nodes.n, 42);
 	heapprof_delta_free(fast);
 	heapprof_delta_free(slow);
 }
 
-/* A stream whose raw arena fills with dead bytes (values that outgrow
- * their room, in a new order each call), whose dictionary changes
- * (addresses move, so the same ids are other frames), and whose keys are
- * evicted: byte for byte the exact path's output at every call. */
-TEST(raw_only_keys_across_dictionaries)
+/* A stream whose values grow and whose order changes each call, whose
+ * dictionary changes (addresses move, so the same id bytes are other
+ * frames), and whose keys are evicted: byte for byte the exact path's
+ * output at every call. */
+TEST(quick_path_across_dictionaries)
 {
 	const char *const types[] = {"alloc_objects", "alloc_space",
 	                             "inuse_objects", "inuse_space"};
@@ -233,17 +217,29 @@ TEST(raw_only_keys_across_dictionaries)
 	heapprof_delta *fast, *slow;
 	REQUIRE_OK(heapprof_delta_new(&fast, &opt));
 	REQUIRE_OK(heapprof_delta_new(&slow, &opt));
-	slow->slow_only = DELTA_SLOW_NORAW | DELTA_SLOW_NOKEY |
+	slow->slow_only = DELTA_SLOW_NOPRED | DELTA_SLOW_NOKEY |
 	                  DELTA_SLOW_NOOUT;
 	int call = 0;
 	for (g_step = 0; g_step < 4; g_step++) {
-		sbuf in = mk(types, 4, 3000, v_step, 1, 0x1000, g_step);
+		sbuf in = mk(types, 4, 3000, v_step, 1, 0x1000, g_step & 1);
 		same_call(fast, slow, &in, call++);
 		free(in.p);
 	}
-	CHECK(fast->raw_restarts > 0);
-	/* New addresses: the raw-only keys get their bytes from the last
-	 * dictionary; then keys without labels; the old ones age out. */
+	CHECK(fast->quick_hits > 0);
+	/* The same ids in the same order at other addresses: other stacks,
+	 * which the id bytes must not confirm; the next call, they do. */
+	for (int i = 0; i < 2; i++) {
+		uint64_t q = fast->quick_hits;
+		sbuf in = mk(types, 4, 3000, v_small, 1, 0x5000, 1);
+		same_call(fast, slow, &in, call++);
+		free(in.p);
+		if (i == 0)
+			CHECK_EQ(fast->quick_hits, q);
+		else
+			CHECK_EQ(fast->quick_hits - q, 3000);
+	}
+	/* New addresses: the id bytes the quick path knows are other frames;
+	 * then keys without labels; the old ones age out. */
 	for (int i = 0; i < 5; i++) {
 		sbuf in = mk(types, 4, i < 2 ? 3000 : 1500, i & 1 ? v_big : v_small,
 		             i < 2, i < 2 ? 0x9000 : 0x1000, 3 + i);
@@ -259,7 +255,7 @@ int
 main(void)
 {
 	RUN(name_matched_mid_stream);
-	RUN(raw_only_keys_are_the_exact_keys);
-	RUN(raw_only_keys_across_dictionaries);
+	RUN(stacks_share_nodes_and_keys_are_the_exact_keys);
+	RUN(quick_path_across_dictionaries);
 	TEST_MAIN_END();
 }

@@ -407,8 +407,9 @@ run_stream(int stream, int nstk, int ncalls, unsigned max_age,
 		ok = same_call(fast, slow, in.p, len, fail, what, stream, call);
 		free(in.p);
 	}
+	st_pred += fast->pred_hits;
+	st_quick += fast->quick_hits;
 	gen_free(&g);
-	st_restarts_seen = 0;
 	heapprof_delta_free(fast);
 	heapprof_delta_free(slow);
 	return ok;
@@ -473,14 +474,10 @@ run_skip_stream(int stream, int nstk, int ncalls, unsigned fast_flags,
 		free(in.p);
 		st_calls++;
 		st_fail += rf < 0;
-		if (fast->raw_restarts > st_restarts_seen)
-			st_restarts += fast->raw_restarts - st_restarts_seen;
-		st_restarts_seen = fast->raw_restarts;
-		if (fast->nrawonly > st_rawonly_max)
-			st_rawonly_max = fast->nrawonly;
 	}
+	st_pred += fast->pred_hits;
+	st_quick += fast->quick_hits;
 	gen_free(&g);
-	st_restarts_seen = 0;
 	heapprof_delta_free(fast);
 	heapprof_delta_free(slow);
 	return ok;
