@@ -9,6 +9,7 @@
  * The snapshot holds only bytes and segments: the record arrays are the
  * rest, so an open that fails (arrays half overwritten) invalidates it.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "heapprof.h"
@@ -188,16 +189,25 @@ heapprof__pprof_snap_save(pprof_dec *d, bool new_gen)
 	pprof_snap *s = &d->snap;
 	size_t bytes = 0;
 	/* Room for the framed runs: each record's tag and length too. */
-	for (size_t i = 0; i < d->nmaps; i++)
-		bytes += d->maps[i].len + 11;
-	for (size_t i = 0; i < d->nlocs; i++)
-		bytes += d->locs[i].len + 11;
-	for (size_t i = 0; i < d->nfuncs; i++)
-		bytes += d->funcs[i].len + 11;
+	const pprof_rec *kinds[3] = {d->maps, d->locs, d->funcs};
+	size_t counts[3] = {d->nmaps, d->nlocs, d->nfuncs};
+	for (int k = 0; k < 3; k++)
+		for (size_t i = 0; i < counts[k]; i++)
+			bytes += 1 + heapprof__pb_varint_size(kinds[k][i].len) +
+			         kinds[k][i].len;
 	s->valid = false;
 	if (bytes >= UINT32_MAX)
 		return 0; /* no snapshot; opens just validate */
-	HP_TRY(heapprof__pprof_grow(d, &s->bytes, &s->cap, bytes + 1, 1));
+	if (bytes + 1 > s->cap) {
+		/* Sized to the records with an eighth of slack, not doubled:
+		 * the snapshot is most of a delta computer's decoder. */
+		size_t c = bytes + bytes / 8 + 1;
+		void *np = d->realloc_fn(d->realloc_ctx, s->bytes, s->cap, c);
+		if (!np)
+			return -ENOMEM;
+		s->bytes = np;
+		s->cap = c;
+	}
 	s->len = 0;
 	s->nsegs = 0;
 	HP_TRY(save_kind(d, d->maps, d->nmaps, 0));

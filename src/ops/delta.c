@@ -13,8 +13,9 @@
  * current values as "previous" and evict keys not seen for max_age calls.
  * Existing keys need no allocation, so once the key set stops growing a
  * call allocates nothing (all scratch keeps its capacity), unless it has
- * more keys with several samples (accumulator rows) than any call before
- * (test_delta_alloc.c counts this).
+ * more keys with several samples (accumulator rows) than any call before,
+ * or is the first whose dictionary is laid out anew (the decoder's record
+ * snapshot sizes its undo log once); test_delta_alloc.c counts this.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,7 +37,7 @@ heapprof__delta_grow(heapprof_delta *d, void *pp, size_t *cap, size_t need,
 	void **p = pp;
 	if (HP_LIKELY(need <= *cap))
 		return 0;
-	/* 1.5x: the big arrays (per key, per sample, raw bytes) are most of
+	/* 1.5x: the big arrays (per key, per node, per sample) are most of
 	 * the computer's memory, so less slack than doubling. */
 	size_t c = *cap + *cap / 2;
 	if (c < need)
@@ -83,6 +84,8 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	d->khead = d->klast = DELTA_NONE;
 	heapprof__dt_init(&d->frames, rf, d->rctx);
 	heapprof__dt_init(&d->labelsets, rf, d->rctx);
+	heapprof__dt_init(&d->lstrs, rf, d->rctx);
+	d->lc_epoch = 1;
 	heapprof__dp_init(&d->nodes, rf, d->rctx);
 	heapprof__dp_init(&d->keys, rf, d->rctx);
 	heapprof__pprof_dec_init(&d->dec, rf, d->rctx);
@@ -133,7 +136,9 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->ncol,
 	                        (d->nnames ? d->nnames : 1) * sizeof(int32_t));
 	heapprof__delta_key_free(d);
-	heapprof__delta_release(d, &d->nvb, d->nvb_cap * 8);
+	heapprof__delta_release(d, &d->nvb, d->nvb_cap * sizeof(delta_nvb));
+	heapprof__dt_free(&d->lstrs);
+	heapprof__delta_release(d, &d->str_id, d->str_id_cap * 4);
 	heapprof__pprof_dec_free(&d->dec);
 	heapprof__delta_release(d, &d->loc_frame, d->loc_frame_cap * 4);
 	heapprof__delta_release(d, &d->keybuf, d->keybuf_cap * 4);
@@ -145,6 +150,7 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->slot, d->slot_cap * 4);
 	heapprof__delta_release(d, &d->outv, d->outv_cap * 8);
 	heapprof__delta_release(d, &d->sub, d->sub_cap * 4);
+	heapprof__delta_release(d, &d->last_slot, d->last_slot_cap * 4);
 	heapprof__delta_release(d, &d->str_map, d->str_map_cap * 4);
 	heapprof__delta_release(d, &d->out_strs, d->out_strs_cap * 4);
 	heapprof__delta_release(d, &d->loc_used, d->loc_used_cap);
@@ -163,6 +169,7 @@ heapprof_delta_reset(heapprof_delta *d)
 	heapprof__dp_clear(&d->keys);
 	d->lf_ok = false;
 	d->khead = DELTA_NONE;
+	heapprof__delta_labels_forget(d);
 	d->have_prev = false;
 	d->prev_time = 0;
 }
@@ -179,16 +186,18 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	st->last_samples_out = d->last_out;
 	size_t b = heapprof__dt_memory(&d->frames) +
 	           heapprof__dt_memory(&d->labelsets) +
+	           heapprof__dt_memory(&d->lstrs) +
 	           heapprof__dp_memory(&d->nodes) +
 	           heapprof__dp_memory(&d->keys);
-	b += heapprof__delta_prev_bytes(d, d->kcap) + d->kcap * 12 +
-	     d->nvb_cap * 8;
+	b += heapprof__delta_prev_bytes(d, d->kcap) + d->kcap * 20 +
+	     d->nvb_cap * sizeof(delta_nvb);
 	b += heapprof__pprof_dec_memory(&d->dec);
-	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 +
+	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->str_id_cap * 4 +
 	     d->ptypes_cap +
 	     d->bbuf_cap +
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
 	     d->acc_cap * 8 + d->slot_cap * 4 + d->outv_cap * 8 +
+	     d->last_slot_cap * 4 +
 	     d->str_map_cap * 4 + d->out_strs_cap * 4 + d->loc_used_cap +
 	     d->func_used_cap + d->map_used_cap + d->w.cap;
 	st->state_bytes = b;
@@ -228,7 +237,17 @@ subtracted(const heapprof_delta *d, uint32_t *ti, uint32_t *si)
 	return n;
 }
 
-/* Pass B: subtract, drop all-zero, write. Does not touch prev. */
+/* True if the values of types not subtracted are all zero in row v. */
+static bool
+nonsub_zero(const heapprof_delta *d, const uint64_t *v)
+{
+	for (size_t t = 0; t < d->dec.ntypes; t++)
+		if (d->slot[t] < 0 && v[t] != 0)
+			return false;
+	return true;
+}
+
+/* Pass B: subtract, drop all-zero, write. Does not touch prev or kv. */
 static int
 emit(heapprof_delta *d)
 {
@@ -239,30 +258,63 @@ emit(heapprof_delta *d)
 	uint64_t *outv = (uint64_t *)d->outv;
 	pprof_sample s;
 	for (size_t i = 0; i < d->nitems; i++) {
-		const delta_item *item = &d->items[i];
-		const int64_t *prev = d->prev + (size_t)item->kid * nn;
+		delta_item *item = &d->items[i];
+		uint32_t len = item->len & DELTA_ITEM_LEN;
 		uint64_t nz = 0;
-		heapprof__delta_item_values(d, item, nt, outv);
-		for (size_t j = 0; j < ns; j++)
-			outv[ti[j]] -= (uint64_t)prev[si[j]];
+		if (item->len & DELTA_ITEM_SAME) {
+			/* Values as committed: subtracted types 0, the others
+			 * as they are. */
+			if (d->kv[item->kid] & DELTA_KV_NZ0)
+				continue;
+			heapprof__delta_item_values(d, item, nt, outv);
+			for (size_t j = 0; j < ns; j++)
+				outv[ti[j]] = 0;
+		} else {
+			const int64_t *prev = d->prev + (size_t)item->kid * nn;
+			heapprof__delta_item_values(d, item, nt, outv);
+			for (size_t j = 0; j < ns; j++)
+				outv[ti[j]] -= (uint64_t)prev[si[j]];
+		}
 		for (size_t t = 0; t < nt; t++)
 			nz |= outv[t];
-		if (!nz)
+		if (!nz) {
+			item->len |= DELTA_ITEM_NZ0; /* and subtracted 0 */
 			continue;
+		}
+		if (nonsub_zero(d, outv))
+			item->len |= DELTA_ITEM_NZ0;
 		int rc = d->slow_only & DELTA_SLOW_NOOUT
 		                 ? 0
-		                 : heapprof__delta_out_fast(d, item->off,
-		                                            item->len, d->outv);
+		                 : heapprof__delta_out_fast(d, item->off, len,
+		                                            d->outv);
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {
-			HP_TRY(heapprof__pprof_sample_at(dec, item->off,
-			                                 item->len, &s));
+			HP_TRY(heapprof__pprof_sample_at(dec, item->off, len, &s));
 			HP_TRY(heapprof__delta_out_sample(d, &s, d->outv));
 		}
 		d->last_out++;
 	}
 	return 0;
+}
+
+/* The kv entry of an item after commit: its values field if it is one
+ * sample's in the usual form (a one-byte length of at most 7 just before
+ * it: a longer length varint ends in a byte after one >= 0x80, never
+ * after the tag 0x12). */
+static uint64_t
+kv_of(const heapprof_delta *d, const delta_item *item)
+{
+	if (!(item->arow & DELTA_VALS))
+		return 0;
+	const uint8_t *v = d->dec.buf + item->off + (item->arow & ~DELTA_VALS);
+	size_t m = v[-1];
+	if (m == 0 || m > 7 || v[-2] != 0x12)
+		return 0;
+	uint64_t x = (uint64_t)m << 56;
+	for (size_t k = 0; k < m; k++)
+		x |= (uint64_t)v[k] << (8 * k);
+	return x | (item->len & DELTA_ITEM_NZ0 ? DELTA_KV_NZ0 : 0);
 }
 
 static void
@@ -276,10 +328,13 @@ commit(heapprof_delta *d)
 	for (size_t j = 0; j < ns; j++)
 		if (ti[j] + 1 > lim)
 			lim = ti[j] + 1;
-	if (!ns)
-		return;
 	for (size_t i = 0; i < d->nitems; i++) {
 		const delta_item *item = &d->items[i];
+		if (item->len & DELTA_ITEM_SAME)
+			continue; /* values (and kv) as committed last time */
+		d->kv[item->kid] = kv_of(d, item);
+		if (!ns)
+			continue;
 		heapprof__delta_item_values(d, item, lim, v);
 		int64_t *prev = d->prev + (size_t)item->kid * nn;
 		for (size_t j = 0; j < ns; j++)
@@ -486,6 +541,11 @@ prepare(heapprof_delta *d)
 		if (d->slot[t] >= 0 && d->ncol[d->slot[t]] < 0)
 			HP_TRY(add_column(d, (size_t)d->slot[t]));
 	}
+	/* kv holds values under the last call's type layout only. */
+	if (d->keys.n && (nt != d->last_nt ||
+	                  (nt && memcmp(d->slot, d->last_slot,
+	                                nt * sizeof(int32_t)) != 0)))
+		memset(d->kv, 0, d->keys.n * 8);
 	HP_TRY(heapprof__delta_reserve(d));
 	return heapprof__delta_key_prepare(d);
 }
@@ -517,10 +577,15 @@ heapprof_delta_compute(heapprof_delta *d, const void *profile, size_t len,
 	}
 	if (rc == 0)
 		rc = types_room(d);
+	if (rc == 0)
+		rc = heapprof__delta_grow(d, &d->last_slot, &d->last_slot_cap,
+		                          d->dec.ntypes + 1, 4);
 	if (rc < 0)
 		return rc;
 	commit(d);
 	save_types(d);
+	memcpy(d->last_slot, d->slot, d->dec.ntypes * sizeof(int32_t));
+	d->last_nt = d->dec.ntypes;
 	d->prev_time = d->dec.time_nanos;
 	d->have_prev = true;
 	d->calls++;

@@ -1,7 +1,8 @@
 /*
  * delta.h: internals of the delta computer (heapprof_delta_* in
- * heapprof.h), shared by delta.c (state, aggregation, subtraction,
- * eviction) and delta_write.c (pruned, renumbered output).
+ * heapprof.h), shared by delta.c (calls, subtraction, commit, when to
+ * evict), delta_key.c (sample identity, its tables and their rebuild) and
+ * delta_write.c (pruned, renumbered output).
  */
 #ifndef HEAPPROF_DELTA_H
 #define HEAPPROF_DELTA_H
@@ -30,16 +31,45 @@ typedef struct delta_item {
 
 #define DELTA_VALS 0x80000000u
 
+/* delta_item.len flags (a sample is shorter than 1 GiB). SAME: the
+ * sample's values field is, byte for byte, its key's committed one (kv):
+ * deltas of subtracted types 0, prev unchanged. NZ0 (set by emit, for
+ * commit): its types not subtracted are all 0. */
+#define DELTA_ITEM_SAME 0x80000000u
+#define DELTA_ITEM_NZ0 0x40000000u
+#define DELTA_ITEM_LEN 0x3fffffffu
+
+/* kv[key]: the key's committed values field when it was one sample's,
+ * in the usual form, of at most 7 bytes: the bytes, their count << 56,
+ * and DELTA_KV_NZ0 if the types not subtracted were all 0; else 0. */
+#define DELTA_KV_NZ0 (1ULL << 63)
+#define DELTA_KV_LEN(x) ((unsigned)((x) >> 56) & 7)
+
+/* A node's window of id bytes: w0 | w1 << 32 holds up to 7 bytes, their
+ * count in the top byte (0: none); skip is the node ref after them. */
+typedef struct delta_nvb {
+	uint32_t skip, w0, w1;
+} delta_nvb;
+
 /* Most sample types the usual-form path decodes inline (more: the
  * decoder). */
 #define DELTA_MAXT 16
 
-/* Per-call cache of one-label label sets (delta.c). */
+/* Cache of one-label label sets by content (delta_key.c): the label's
+ * strings as ids of the lstrs table, its number, its label set id; valid
+ * when epoch is the computer's lc_epoch. */
 #define DELTA_LCACHE 4096
 typedef struct delta_lcache {
-	uint32_t gen, key, str, unit, id;
+	uint32_t epoch, key, str, unit, id;
 	int64_t num;
 } delta_lcache;
+
+/* Per-call cache of one-label fields by their bytes (delta_key.c). */
+#define DELTA_LBCACHE 1024
+typedef struct delta_lbcache {
+	uint32_t gen, len, ls;
+	uint64_t bytes;
+} delta_lbcache;
 
 /* heapprof_delta.slow_only, for tests: turn fast paths off so that their
  * output can be compared with the exact paths' byte for byte. */
@@ -73,6 +103,7 @@ struct heapprof_delta {
 	uint32_t *kgen;  /* call in which each key was last seen */
 	uint32_t *kpos;  /* its item index in that call */
 	uint32_t *knext; /* the key that followed it in the last call */
+	uint64_t *kv;    /* DELTA_KV_*: its committed values field */
 	size_t kcap;
 	uint32_t gen;
 	int64_t prev_time;
@@ -90,16 +121,23 @@ struct heapprof_delta {
 	 * may have saved another). */
 	bool lf_ok;
 	uint64_t lf_gen;
-	/* nvb[node - 1]: the node's parent | the bytes of the location id
-	 * varint a sample had for that node under the current dictionary (up
-	 * to 3, and their count << 24; 0: none) << 32, so that a sample whose
-	 * packed ids are those bytes is known to be that stack without
-	 * decoding them (the parent alongside: one load a frame). Valid for
-	 * the current call, and across calls when loc_frame is. */
-	uint64_t *nvb;
+	/* nvb[node - 1]: the bytes of the location ids a sample had for that
+	 * node and the ancestors after it, as many whole ids as fit 7 bytes,
+	 * under the current dictionary, and the node they lead to: a sample
+	 * whose packed ids are those bytes, window after window, is known to
+	 * be that stack without decoding them. Valid for the current call,
+	 * and across calls when loc_frame is. */
+	delta_nvb *nvb;
+	bool record;           /* this call records id bytes into nvb */
+	unsigned dict_changes; /* consecutive calls with a new dictionary */
 	size_t nvb_cap;
 
 	delta_lcache lcache[DELTA_LCACHE];
+	delta_lbcache lbcache[DELTA_LBCACHE];
+	uint32_t lc_epoch; /* bumped when label set ids change */
+	dt_table lstrs;    /* label strings by content */
+	uint32_t *str_id;  /* input string index -> lstrs id (per call) */
+	size_t str_id_cap;
 
 	/* per-call scratch, kept for its capacity */
 	pprof_dec dec;
@@ -122,6 +160,9 @@ struct heapprof_delta {
 	size_t outv_cap;
 	uint32_t *sub; /* subtracted types: input indexes, then name slots */
 	size_t sub_cap;
+	/* the last successful call's slot[] (kv holds values under it) */
+	int32_t *last_slot;
+	size_t last_nt, last_slot_cap;
 	/* the last successful call's sample types, for SAME_TYPES: per type
 	 * a u32 length and the bytes of its type, then of its unit */
 	uint8_t *ptypes;
@@ -161,9 +202,41 @@ void heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes);
 int heapprof__delta_key_prepare(heapprof_delta *d);
 int heapprof__delta_reserve(heapprof_delta *d);
 int heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len);
+/* Label set id of one label whose string indexes are valid. */
+int heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
+                                 uint32_t *out);
+/* Adds one sample's values to key kid's item (voff: DELTA_VALS and the
+ * offset of its values in the sample, read again later; DELTA_NONE: the
+ * values are in `values` only). */
+int heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
+                               uint32_t len, const int64_t *values,
+                               uint32_t voff);
+
+/* Key kid follows the previous sample's. */
+HP_INLINE void
+link_key(heapprof_delta *d, uint32_t kid)
+{
+	if (d->klast == DELTA_NONE)
+		d->khead = kid;
+	else
+		d->knext[d->klast] = kid;
+	d->klast = kid;
+}
+
+
+/* The quick path (delta_quick.c): 1 if the sample at (off, len) was its
+ * predicted key by its id bytes (values added), 0 if not, or an error;
+ * record_bytes keeps, along the stack of node ref `node`, the id bytes of
+ * the usual-form sample at (off, len) for the next call. */
+int heapprof__delta_quick(heapprof_delta *d, uint32_t off, uint32_t len);
+void heapprof__delta_record_bytes(heapprof_delta *d, uint32_t node,
+                                  uint32_t off, uint32_t len);
+
 /* Rebuilds the identity tables with the keys seen within max_age calls
- * only (eviction); key ids change. */
+ * only (eviction, delta_evict.c); key ids change. */
 int heapprof__delta_compact(heapprof_delta *d, size_t live);
+/* Empties the label set cache (label set ids changed). */
+void heapprof__delta_labels_forget(heapprof_delta *d);
 /* Frees what delta_key.c owns. */
 void heapprof__delta_key_free(heapprof_delta *d);
 

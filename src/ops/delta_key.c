@@ -14,7 +14,9 @@
  * order (the key that followed the previous one, else the next key id) and
  * confirmed by walking the predicted key's stack against the sample's
  * frames: a profile written in the same order as the last one takes no
- * hash lookup. Anything else is looked up node by node.
+ * hash lookup. Anything else is looked up node by node. The quick path
+ * (keys known by their location-id bytes) is in delta_quick.c, eviction
+ * in delta_evict.c.
  */
 #include <errno.h>
 #include <string.h>
@@ -143,17 +145,41 @@ labelset_of(heapprof_delta *d, const pprof_sample *s, uint32_t *out)
 	return rc < 0 ? rc : 0;
 }
 
-/* Label set id of one label, through a per-call cache (string indexes
- * are only stable within a call). */
-static int
-labelset_one(heapprof_delta *d, const pprof_label *lb, uint32_t *out)
+/* The lstrs id of input string i (str_id[] resets every call: string
+ * indexes are only stable within one). */
+HP_INLINE int
+lstr(heapprof_delta *d, uint32_t i, uint32_t *out)
 {
-	uint64_t h = ((uint64_t)lb->num ^ (uint64_t)lb->key << 40 ^
-	              (uint64_t)lb->str << 20 ^ lb->num_unit) *
+	uint32_t v = d->str_id[i];
+	if (HP_UNLIKELY(v == DELTA_NONE)) {
+		size_t l;
+		const char *s = heapprof__pprof_string(&d->dec, i, &l);
+		int rc = heapprof__dt_intern(&d->lstrs, s, l,
+		                             heapprof__dt_hash(s, l), &v);
+		if (rc < 0)
+			return rc;
+		d->str_id[i] = v;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Label set id of one label (its string indexes valid), through a cache
+ * by content that lasts across calls. */
+int
+heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
+                             uint32_t *out)
+{
+	uint32_t k, v, u;
+	HP_TRY(lstr(d, lb->key, &k));
+	HP_TRY(lstr(d, lb->str, &v));
+	HP_TRY(lstr(d, lb->num_unit, &u));
+	uint64_t h = ((uint64_t)lb->num ^ (uint64_t)k << 40 ^
+	              (uint64_t)v << 20 ^ u) *
 	             0x9e3779b97f4a7c15ULL;
 	delta_lcache *c = &d->lcache[h >> 52]; /* 12 bits: DELTA_LCACHE */
-	if (c->gen == d->gen && c->key == lb->key && c->str == lb->str &&
-	    c->num == lb->num && c->unit == lb->num_unit) {
+	if (c->epoch == d->lc_epoch && c->key == k && c->str == v &&
+	    c->num == lb->num && c->unit == u) {
 		*out = c->id;
 		return 0;
 	}
@@ -163,11 +189,11 @@ labelset_one(heapprof_delta *d, const pprof_label *lb, uint32_t *out)
 	                             heapprof__dt_hash(d->bbuf, n), out);
 	if (rc < 0)
 		return rc;
-	c->gen = d->gen;
-	c->key = lb->key;
-	c->str = lb->str;
+	c->epoch = d->lc_epoch;
+	c->key = k;
+	c->str = v;
 	c->num = lb->num;
-	c->unit = lb->num_unit;
+	c->unit = u;
 	c->id = *out;
 	return 0;
 }
@@ -197,6 +223,10 @@ keys_room(heapprof_delta *d, size_t n)
 			return -ENOMEM;
 		*arr[i] = g;
 	}
+	uint64_t *v = d->rf(d->rctx, d->kv, d->kcap * 8, c * 8);
+	if (!v)
+		return -ENOMEM;
+	d->kv = v;
 	d->kcap = c;
 	return 0;
 }
@@ -228,10 +258,19 @@ heapprof__delta_key_prepare(heapprof_delta *d)
 	d->lf_ok = false;
 	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
 	                            dec->nlocs + 1, 4));
+	HP_TRY(heapprof__delta_grow(d, &d->str_id, &d->str_id_cap,
+	                            dec->nstrings + 1, 4));
+	memset(d->str_id, 0xff, dec->nstrings * 4);
+	/* A stream whose dictionary changes at every call (alternating
+	 * sources, or a program whose new stacks renumber its locations each
+	 * time) would only pay for recording id bytes: after two such calls
+	 * in a row, every 8th call records. */
+	d->dict_changes = keep ? 0 : d->dict_changes + 1;
+	d->record = d->dict_changes <= 2 || d->gen % 8 == 0;
 	if (!keep) {
 		memset(d->loc_frame, 0xff, dec->nlocs * 4);
 		if (d->nvb)
-			memset(d->nvb, 0, d->nvb_cap * 8);
+			memset(d->nvb, 0, d->nvb_cap * sizeof(delta_nvb));
 	}
 	bool ok = dec->snap.valid;
 	for (size_t i = 0; i < dec->nlocs && ok; i++)
@@ -294,8 +333,8 @@ key_intern(heapprof_delta *d, const uint32_t *fr, size_t nf, uint32_t ls,
 		 * reset, and then all of nvb is cleared). */
 		size_t old = d->nvb_cap;
 		HP_TRY(heapprof__delta_grow(d, &d->nvb, &d->nvb_cap, d->nodes.n,
-		                            8));
-		memset(d->nvb + old, 0, (d->nvb_cap - old) * 8);
+		                            sizeof(delta_nvb)));
+		memset(d->nvb + old, 0, (d->nvb_cap - old) * sizeof(delta_nvb));
 	}
 	int rc = heapprof__dp_intern(&d->keys, node, ls, &kid);
 	if (rc < 0)
@@ -309,6 +348,7 @@ key_intern(heapprof_delta *d, const uint32_t *fr, size_t nf, uint32_t ls,
 		memset(d->prev + (size_t)kid * d->npcols, 0, d->npcols * 8);
 		d->kgen[kid] = d->gen - 1;
 		d->knext[kid] = DELTA_NONE;
+		d->kv[kid] = 0;
 	}
 	*kidp = kid;
 	return 0;
@@ -335,7 +375,8 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 	pprof_label lb = {0};
 	if (nt > DELTA_MAXT || len >= DELTA_VALS)
 		return 0;
-	HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap, len + 1, 4));
+	HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap,
+	                            2 * (size_t)len + 2, 4));
 	uint32_t *kb = d->keybuf;
 	while (p < e) {
 		uint8_t tag = *p;
@@ -413,7 +454,7 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 		return 0;
 	*ls = DELTA_NONE;
 	if (nlab)
-		HP_TRY(labelset_one(d, &lb, ls));
+		HP_TRY(heapprof__delta_labelset_one(d, &lb, ls));
 	*nfp = nf;
 	return 1;
 }
@@ -453,9 +494,9 @@ acc_row(heapprof_delta *d, uint32_t *row)
  * item (values read again from the input later if voff is DELTA_VALS and
  * their offset, else a row); a second one gives it a row holding the
  * sum. */
-static int
-add_values(heapprof_delta *d, uint32_t kid, uint32_t off, uint32_t len,
-           const int64_t *values, uint32_t voff)
+int
+heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
+                           uint32_t len, const int64_t *values, uint32_t voff)
 {
 	size_t nt = d->dec.ntypes;
 	uint32_t row = voff;
@@ -481,173 +522,12 @@ add_values(heapprof_delta *d, uint32_t kid, uint32_t off, uint32_t len,
 		heapprof__delta_item_values(d, item, nt,
 		                            d->acc + (size_t)row * nt);
 		item->arow = row;
+		item->len &= ~DELTA_ITEM_SAME;
 	}
 	uint64_t *acc = d->acc + (size_t)item->arow * nt;
 	for (size_t t = 0; t < nt; t++)
 		acc[t] += (uint64_t)values[t];
 	return 0;
-}
-
-/* Key kid follows the previous sample's. */
-HP_INLINE void
-link_key(heapprof_delta *d, uint32_t kid)
-{
-	if (d->klast == DELTA_NONE)
-		d->khead = kid;
-	else
-		d->knext[d->klast] = kid;
-	d->klast = kid;
-}
-
-/* True if node ref `node` is the stack whose packed location ids are
- * [p, e), by the bytes nvb[] holds (nodes.n <= nvb_cap; 4 bytes readable
- * from each id on). The ids are prefix-free, so the bytes agree id by id
- * and end together, or the stacks differ. */
-HP_INLINE bool
-stack_bytes_are(const heapprof_delta *d, uint32_t node, const uint8_t *p,
-                const uint8_t *e)
-{
-	static const uint32_t mask[4] = {0, 0xff, 0xffff, 0xffffff};
-	while (p < e) {
-		if (node == 0)
-			return false;
-		uint64_t x = d->nvb[node - 1];
-		uint32_t nb = (uint32_t)(x >> 32), l = nb >> 24, w;
-		memcpy(&w, p, 4);
-		if (((w ^ nb) & mask[l]) != 0 || l == 0)
-			return false;
-		p += l;
-		node = (uint32_t)x;
-	}
-	return node == 0 && p == e;
-}
-
-/* The quick path: a sample of the usual form (packed ids, values and at
- * most one label) that is the predicted key by its id bytes. 1: done; 0:
- * not known this way (the caller takes the full path). */
-static int
-quick(heapprof_delta *d, uint32_t off, uint32_t len)
-{
-	const pprof_dec *dec = &d->dec;
-	const uint8_t *base = dec->buf, *p = base + off, *e = p + len;
-	const uint8_t *hard = base + dec->len;
-	const uint8_t *ids = NULL, *ide = NULL, *lab = NULL, *labe = NULL;
-	size_t nt = dec->ntypes, nv = 0;
-	uint32_t voff = 0;
-	int64_t vals[DELTA_MAXT];
-	if (nt > DELTA_MAXT || len >= DELTA_VALS || d->nodes.n > d->nvb_cap ||
-	    hard - e < 4)
-		return 0;
-	while (p < e) {
-		uint8_t tag = *p++;
-		uint64_t n, v;
-		if ((tag != 0x0a && tag != 0x12 && tag != 0x1a) ||
-		    rd_varint(&p, hard, &n) < 0 || p > e ||
-		    n > (uint64_t)(e - p))
-			return 0;
-		const uint8_t *fe = p + n;
-		if (tag == 0x0a) {
-			if (ids)
-				return 0;
-			ids = p;
-			ide = fe;
-		} else if (tag == 0x1a) {
-			if (lab)
-				return 0;
-			lab = p;
-			labe = fe;
-		} else {
-			if (voff)
-				return 0;
-			voff = DELTA_VALS | (uint32_t)(p - (base + off));
-			while (p < fe) {
-				if (nv == nt || rd_varint(&p, hard, &v) < 0 || p > fe)
-					return 0;
-				vals[nv++] = (int64_t)v;
-			}
-		}
-		p = fe;
-	}
-	if (!voff || nv != nt)
-		return 0;
-	uint32_t ls = DELTA_NONE;
-	if (lab) {
-		pprof_label lb = {0};
-		const uint8_t *q = lab;
-		while (q < labe) {
-			uint8_t t = *q++;
-			uint64_t v;
-			if ((t != 0x08 && t != 0x10 && t != 0x18 && t != 0x20) ||
-			    rd_varint(&q, hard, &v) < 0 || q > labe)
-				return 0;
-			if (t != 0x18 && v >= dec->nstrings)
-				return 0;
-			if (t == 0x08)
-				lb.key = (uint32_t)v;
-			else if (t == 0x10)
-				lb.str = (uint32_t)v;
-			else if (t == 0x18)
-				lb.num = (int64_t)v;
-			else
-				lb.num_unit = (uint32_t)v;
-		}
-		HP_TRY(labelset_one(d, &lb, &ls));
-	}
-	uint32_t c = d->klast == DELTA_NONE ? d->khead : d->knext[d->klast];
-	if (!(c < d->keys.n && heapprof__dp_b(&d->keys, c) == ls &&
-	      stack_bytes_are(d, heapprof__dp_a(&d->keys, c), ids, ide))) {
-		c = d->klast == DELTA_NONE ? 0 : d->klast + 1;
-		if (!(c < d->keys.n && heapprof__dp_b(&d->keys, c) == ls &&
-		      stack_bytes_are(d, heapprof__dp_a(&d->keys, c), ids,
-		                      ide)))
-			return 0;
-	}
-	d->pred_hits++;
-	d->quick_hits++;
-	link_key(d, c);
-	HP_TRY(add_values(d, c, off, len, vals, voff));
-	return 1;
-}
-
-/* Records in nvb[] the id bytes of the sample at (off, len), a usual form
- * whose stack is node ref `node`: what the quick path compares next
- * time. */
-static void
-record_bytes(heapprof_delta *d, uint32_t node, uint32_t off, uint32_t len)
-{
-	const uint8_t *p = d->dec.buf + off, *e = p + len, *ids = NULL;
-	const uint8_t *ide = NULL;
-	if (node == 0 || d->nodes.n > d->nvb_cap)
-		return; /* (a failed call's nodes without their rows) */
-	/* Only a stack written as one packed field (parse_usual took the
-	 * sample: one-byte tags, whole fields). */
-	while (p < e) {
-		uint64_t n;
-		uint8_t tag = *p++;
-		if (tag == 0x08 || (tag == 0x0a && ids))
-			return;
-		rd_varint(&p, e, &n);
-		if (tag == 0x0a) {
-			ids = p;
-			ide = p + n;
-		}
-		p += n;
-	}
-	for (p = ids; p && p < ide && node; node = heapprof__dp_a(&d->nodes,
-	                                                           node - 1)) {
-		size_t l = 1;
-		while (p + l <= ide && p[l - 1] >= 0x80)
-			l++;
-		uint32_t nb = 0;
-		if (l <= 3) {
-			for (size_t i = 0; i < l; i++)
-				nb |= (uint32_t)p[i] << (8 * i);
-			nb |= (uint32_t)l << 24;
-		}
-		uint32_t parent = heapprof__dp_a(&d->nodes, node - 1);
-		d->nvb[node - 1] = parent | (uint64_t)nb << 32;
-		p += l;
-	}
 }
 
 int
@@ -658,8 +538,10 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	size_t nf;
 	uint32_t ls, kid, voff = DELTA_NONE;
 	int rc = 0;
+	if (len > DELTA_ITEM_LEN)
+		return HEAPPROF_ETOOBIG; /* item flags take the top bits */
 	if (!(d->slow_only & (DELTA_SLOW_NOKEY | DELTA_SLOW_NOPRED))) {
-		rc = quick(d, off, len);
+		rc = heapprof__delta_quick(d, off, len);
 		if (rc != 0)
 			return rc < 0 ? rc : 0;
 	}
@@ -697,157 +579,20 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 		HP_TRY(key_intern(d, fr, nf, ls, &kid));
 	}
 	link_key(d, kid);
-	if (voff != DELTA_NONE)
-		record_bytes(d, heapprof__dp_a(&d->keys, kid), off, len);
-	return add_values(d, kid, off, len, vals, voff);
+	if (voff != DELTA_NONE && d->record)
+		heapprof__delta_record_bytes(d, heapprof__dp_a(&d->keys, kid),
+		                             off, len);
+	return heapprof__delta_add_values(d, kid, off, len, vals, voff);
 }
 
-/* ------------------------------------------------------------ eviction */
-
-/* The new tables compact builds, and old id -> new id maps. */
-typedef struct rebuilt {
-	dt_table frames, labelsets;
-	dp_table nodes, keys;
-	uint32_t *fmap, *lmap, *nmap; /* DELTA_NONE: not carried over */
-	int64_t *prev;
-	uint32_t *kgen, *kpos, *knext;
-	size_t cap;
-} rebuilt;
-
-/* An entry of dt_table src carried into dst (through map). */
-static int
-carry(const dt_table *src, dt_table *dst, uint32_t *map, uint32_t id,
-      uint32_t *out)
+void
+heapprof__delta_labels_forget(heapprof_delta *d)
 {
-	if (map[id] == DELTA_NONE) {
-		size_t bl;
-		const uint8_t *b = heapprof__dt_bytes(src, id, &bl);
-		int rc = heapprof__dt_intern(dst, b, bl, src->ents[id].hash,
-		                             &map[id]);
-		if (rc < 0)
-			return rc;
+	if (++d->lc_epoch == 0) { /* wrapped: entries of epoch 0 exist */
+		memset(d->lcache, 0, sizeof(d->lcache));
+		d->lc_epoch = 1;
 	}
-	*out = map[id];
-	return 0;
-}
-
-/* Node ref `node` of the old trie carried into the new one. */
-static int
-carry_node(heapprof_delta *d, rebuilt *r, uint32_t node, uint32_t *out)
-{
-	/* Up to the root or a node already carried, then down again. */
-	size_t n = 0;
-	for (uint32_t x = node; x && r->nmap[x - 1] == DELTA_NONE;
-	     x = heapprof__dp_a(&d->nodes, x - 1)) {
-		HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap, n + 1,
-		                            4));
-		d->keybuf[n++] = x;
-	}
-	uint32_t at = n ? heapprof__dp_a(&d->nodes, d->keybuf[n - 1] - 1)
-	                : node;
-	uint32_t parent = at ? r->nmap[at - 1] + 1 : 0;
-	while (n--) {
-		uint32_t x = d->keybuf[n], f, id;
-		HP_TRY(carry(&d->frames, &r->frames, r->fmap,
-		             heapprof__dp_b(&d->nodes, x - 1), &f));
-		int rc = heapprof__dp_intern(&r->nodes, parent, f, &id);
-		if (rc < 0)
-			return rc;
-		r->nmap[x - 1] = id;
-		parent = id + 1;
-	}
-	*out = parent;
-	return 0;
-}
-
-static void
-rebuilt_free(heapprof_delta *d, rebuilt *r, bool tables)
-{
-	if (tables) {
-		heapprof__dt_free(&r->frames);
-		heapprof__dt_free(&r->labelsets);
-		heapprof__dp_free(&r->nodes);
-		heapprof__dp_free(&r->keys);
-		heapprof__delta_release(d, &r->prev,
-		                        heapprof__delta_prev_bytes(d, r->cap));
-		heapprof__delta_release(d, &r->kgen, r->cap * 4);
-		heapprof__delta_release(d, &r->kpos, r->cap * 4);
-		heapprof__delta_release(d, &r->knext, r->cap * 4);
-	}
-	heapprof__delta_release(d, &r->fmap, (d->frames.n + 1) * 4);
-	heapprof__delta_release(d, &r->lmap, (d->labelsets.n + 1) * 4);
-	heapprof__delta_release(d, &r->nmap, (d->nodes.n + 1) * 4);
-}
-
-static int
-rebuild(heapprof_delta *d, rebuilt *r)
-{
-	size_t nn = d->npcols;
-	uint32_t **maps[3] = {&r->fmap, &r->lmap, &r->nmap};
-	size_t counts[3] = {d->frames.n, d->labelsets.n, d->nodes.n};
-	for (int i = 0; i < 3; i++) {
-		*maps[i] = d->rf(d->rctx, NULL, 0, (counts[i] + 1) * 4);
-		if (!*maps[i])
-			return -ENOMEM;
-		memset(*maps[i], 0xff, (counts[i] + 1) * 4);
-	}
-	r->prev = d->rf(d->rctx, NULL, 0, heapprof__delta_prev_bytes(d, r->cap));
-	r->kgen = d->rf(d->rctx, NULL, 0, r->cap * 4);
-	r->kpos = d->rf(d->rctx, NULL, 0, r->cap * 4);
-	r->knext = d->rf(d->rctx, NULL, 0, r->cap * 4);
-	if (!r->prev || !r->kgen || !r->kpos || !r->knext)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < d->keys.n; k++) {
-		if (d->gen - d->kgen[k] > d->max_age)
-			continue;
-		uint32_t node, ls = heapprof__dp_b(&d->keys, k), id;
-		if (ls != DELTA_NONE)
-			HP_TRY(carry(&d->labelsets, &r->labelsets, r->lmap, ls,
-			             &ls));
-		HP_TRY(carry_node(d, r, heapprof__dp_a(&d->keys, k), &node));
-		int rc = heapprof__dp_intern(&r->keys, node, ls, &id);
-		if (rc < 0)
-			return rc;
-		memcpy(r->prev + (size_t)id * nn, d->prev + (size_t)k * nn,
-		       nn * 8);
-		r->kgen[id] = d->kgen[k];
-		r->knext[id] = DELTA_NONE;
-	}
-	return 0;
-}
-
-int
-heapprof__delta_compact(heapprof_delta *d, size_t live)
-{
-	rebuilt r;
-	memset(&r, 0, sizeof(r));
-	heapprof__dt_init(&r.frames, d->rf, d->rctx);
-	heapprof__dt_init(&r.labelsets, d->rf, d->rctx);
-	heapprof__dp_init(&r.nodes, d->rf, d->rctx);
-	heapprof__dp_init(&r.keys, d->rf, d->rctx);
-	r.cap = live ? live : 1;
-	int rc = rebuild(d, &r);
-	if (rc < 0) {
-		rebuilt_free(d, &r, true);
-		return rc;
-	}
-	rebuilt_free(d, &r, false);
-	d->evicted += d->keys.n - r.keys.n;
-	heapprof__delta_key_free(d);
-	d->frames = r.frames;
-	d->labelsets = r.labelsets;
-	d->nodes = r.nodes;
-	d->keys = r.keys;
-	d->prev = r.prev;
-	d->kgen = r.kgen;
-	d->kpos = r.kpos;
-	d->knext = r.knext;
-	d->kcap = r.cap;
-	/* Frame and key ids changed: no frames kept for locations, no
-	 * prediction from the last order. */
-	d->lf_ok = false;
-	d->khead = DELTA_NONE;
-	return 0;
+	heapprof__dt_clear(&d->lstrs);
 }
 
 void
@@ -862,5 +607,6 @@ heapprof__delta_key_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->kgen, d->kcap * 4);
 	heapprof__delta_release(d, &d->kpos, d->kcap * 4);
 	heapprof__delta_release(d, &d->knext, d->kcap * 4);
+	heapprof__delta_release(d, &d->kv, d->kcap * 8);
 	d->kcap = 0;
 }

@@ -161,7 +161,8 @@ heapprof__dt_intern(dt_table *t, const void *key, size_t len, uint64_t hash,
 		while ((s = t->slots[h]) != 0) {
 			const dt_entry *e = &t->ents[s - 1];
 			if (e->hash == hash && e->len == len &&
-			    memcmp(t->arena + e->off, key, len) == 0) {
+			    (len == 0 ||
+			     memcmp(t->arena + e->off, key, len) == 0)) {
 				*id = s - 1;
 				return 0;
 			}
@@ -184,7 +185,8 @@ heapprof__dt_intern(dt_table *t, const void *key, size_t len, uint64_t hash,
 		t->cap = c;
 	}
 	HP_TRY(arena_room(t, len));
-	memcpy(t->arena + t->alen, key, len);
+	if (len) /* an empty key may meet an arena not yet allocated */
+		memcpy(t->arena + t->alen, key, len);
 	dt_entry *e = &t->ents[t->n];
 	e->hash = hash;
 	e->off = (uint32_t)t->alen;

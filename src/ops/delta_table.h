@@ -47,7 +47,8 @@ static inline const uint8_t *
 heapprof__dt_bytes(const dt_table *t, uint32_t id, size_t *len)
 {
 	*len = t->ents[id].len;
-	return t->arena + t->ents[id].off;
+	/* (an empty first entry may have no arena yet) */
+	return t->arena ? t->arena + t->ents[id].off : (const uint8_t *)"";
 }
 
 /* Room for n entries and abytes of arena without growing (a first fill

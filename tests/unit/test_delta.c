@@ -2,7 +2,7 @@
  * test_delta.c: unit tests of the delta computer (src/ops/delta*.c): exact
  * values on hand-built profiles, duplicate aggregation, type reordering,
  * labels, address-0 identity, pruning, eviction and error recovery. The
- * fast paths (raw-sample cache, unchanged values) and the steady-state
+ * fast paths (keys by id bytes, unchanged values) and the steady-state
  * allocation count are in test_delta_fast.c.
  */
 #include "delta_build.h"

@@ -1,10 +1,10 @@
 /*
  * test_delta_cases.c: targeted review cases for the delta computer's
  * compact state, each a fast computer against the exact one (delta_pair.h)
- * on hand-built profiles: an empty packed location-id field in a raw-only
- * key's record (it could not be read back: -EFAULT from every later
- * lookup, for good, until fixed), duplicates of a key in every
- * combination of paths, and a raw arena restart between duplicates.
+ * on hand-built profiles: an empty packed location-id field (in an
+ * earlier design it could not be read back: -EFAULT from every later
+ * lookup), duplicates of a key in every combination of paths, and a call
+ * mixing unchanged, predicted and looked-up samples with duplicates.
  * The random streams are in test_delta_review.c.
  */
 #include "delta_pair.h"
@@ -39,14 +39,11 @@ one_sample(uint64_t addr, int64_t val, int empty)
 	return b;
 }
 
-/* Found by review: a key made from a sample with an empty packed
+/* Found by review of an earlier design: a sample with an empty packed
  * location-id field ("0a 00", which the decoder and the exact path
- * accept) becomes raw-only; raw_words() cannot parse its record back
- * (rd_varint on an empty range), so its equality hook and materialize
- * fail with -EFAULT. (a) the same stack written without the empty field:
- * the lookup fails; (b) a new dictionary: materialize fails in
- * raw_prepare, before the records go, at every later call. */
-TEST(empty_packed_id_field_raw_only_key)
+ * accept) next to its ids. (a) the same stack written without the empty
+ * field is the same key; (b) the same after a new dictionary. */
+TEST(empty_packed_id_field)
 {
 	heapprof_delta *fast, *slow;
 	REQUIRE(pair(&fast, &slow, 0, 0) == 0);
@@ -67,7 +64,7 @@ TEST(empty_packed_id_field_raw_only_key)
 	}
 	heapprof_delta_free(fast);
 	heapprof_delta_free(slow);
-	/* (b) a new dictionary right after the raw-only key was made */
+	/* (b) a new dictionary right after the key was made */
 	REQUIRE(pair(&fast, &slow, 0, 0) == 0);
 	for (int i = 0; i < 4; i++) {
 		obuf in = one_sample(i ? 0x5000 : 0x1000, 5 + i, i == 0);
@@ -222,8 +219,8 @@ list_profile(int n, const int *order, int cnt, const int64_t *val)
 	return b;
 }
 
-/* The raw arena starts over in the middle of a call that has unchanged
- * (SAME) items, recorded items and rows before it, and duplicates of
+/* A call that has unchanged (SAME) items, predicted items and rows, then
+ * a reversed half (predictions miss) with grown values, and duplicates of
  * all of those after it; with a failing writer in that call or not. */
 TEST(restart_between_duplicates)
 {
@@ -256,9 +253,9 @@ TEST(restart_between_duplicates)
 		                call++);
 		free(in.p);
 		/* call 3: the same order (hits) for the first half, a few
-		 * changed; the second half reversed with values grown (slow
-		 * path, records move: the arena starts over); then duplicates
-		 * of stacks of both halves */
+		 * changed (known by their id bytes); the second half reversed
+		 * with values grown (predictions miss); then duplicates of
+		 * stacks of both halves */
 		for (int s = 0; s < N; s += 97)
 			val[order[s]] += 5;
 		for (int i = N / 2; i < N; i++)
@@ -298,7 +295,7 @@ TEST(restart_between_duplicates)
 int
 main(void)
 {
-	RUN(empty_packed_id_field_raw_only_key);
+	RUN(empty_packed_id_field);
 	RUN(duplicates_every_combination);
 	RUN(restart_between_duplicates);
 	TEST_MAIN_END();

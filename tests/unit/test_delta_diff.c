@@ -1,5 +1,5 @@
 /*
- * test_delta_diff.c: the delta computer's fast paths (raw-sample cache,
+ * test_delta_diff.c: the delta computer's fast paths (keys by id bytes,
  * unchanged values, keys and samples read straight from the bytes) against
  * its exact paths (heapprof_delta.slow_only), byte for byte, on random
  * streams of small profiles that vary what the fast paths key on: wire
@@ -117,10 +117,10 @@ profile(int ntypes, int variant, int dict)
 	return b;
 }
 
-/* Found by review: a sample in a form the raw cache does not record
- * (unpacked values) left the key's stored values from an earlier call in
- * place, so the next packed sample with those values was taken as
- * unchanged. Packed 10, unpacked 20, packed 10 must give 10, 10, -10. */
+/* Found by review of an earlier design: a sample in a form the fast
+ * path does not record (unpacked values) left the key's stored values
+ * from an earlier call in place, so the next packed sample with those
+ * values was taken as unchanged. Packed 10, unpacked 20, packed 10 must give 10, 10, -10. */
 TEST(values_stored_before_an_unrecorded_form)
 {
 	heapprof_delta *fast, *slow;

@@ -1,7 +1,8 @@
 /*
  * test_delta_fast.c: the delta computer's fast paths against its exact
- * ones: the raw-sample cache across renumbered tables and string changes,
- * unchanged values (and a type layout change), one key seen in the fast
+ * ones: keys known by their location-id bytes across renumbered tables
+ * and string changes, unchanged values (and a type layout change), one
+ * key seen in the fast
  * and the decoded form, every fast path byte for byte against the exact
  * path on corpus streams, and zero allocations at steady state counted
  * through the allocator hook (synthetic and corpus streams).
@@ -9,10 +10,10 @@
 #include "delta_build.h"
 #include "alloc_hook.h"
 
-/* The raw-sample cache (delta_raw.c) keys samples by their bytes while
- * consecutive profiles share their tables; when the tables change (the
- * same stacks under renumbered location ids) it must fall back to the
- * exact path, and come back, without a value going wrong. */
+/* The quick path (delta_key.c) knows samples by their location-id bytes
+ * while consecutive profiles share their tables; when the tables change
+ * (the same stacks under renumbered location ids) it must fall back to
+ * the frames, and come back, without a value going wrong. */
 TEST(cache_survives_renumbered_tables)
 {
 	/* Layout X: ids 1 = 0xa1, 2 = 0xa2, 3 = 0xb1, 4 = 0xc1. Layout Y:
@@ -53,7 +54,7 @@ TEST(cache_survives_renumbered_tables)
 }
 
 /* Samples whose values field is byte for byte the last call's take a
- * path that decodes nothing (delta_raw.c, DELTA_ITEM_SAME): duplicates
+ * path that decodes nothing (delta_key.c, DELTA_ITEM_SAME): duplicates
  * after such a sample, a failed call and a new type layout must not make
  * it trust stale bytes. */
 static int
@@ -135,9 +136,9 @@ TEST(unchanged_values_path)
 }
 
 /* Profiles that differ only in one string's bytes (a label value, same
- * length, same table layout) are not one dictionary: the raw cache must
+ * length, same table layout) are not one dictionary: the quick path must
  * not take the second's samples for the first's keys. */
-TEST(raw_cache_string_change)
+TEST(quick_path_string_change)
 {
 	const tsample sx[] = {{{0xa1}, 1, {10, 100, 0, 0}, "x", NULL, 0}};
 	const tsample sy[] = {{{0xa1}, 1, {10, 100, 0, 0}, "y", NULL, 0}};
@@ -355,7 +356,7 @@ TEST(steady_state_zero_allocations_corpus)
 	}
 }
 
-/* The fast paths (raw-sample cache and unchanged values, keys read from
+/* The fast paths (keys by id bytes and unchanged values, keys read from
  * the bytes, samples written from the bytes) against the exact ones: the
  * same output, byte for byte, at every call of corpus streams chosen to
  * change dictionaries, repeat profiles, evict keys and switch profile
@@ -431,7 +432,7 @@ main(void)
 	RUN(cache_survives_renumbered_tables);
 	RUN(unchanged_values_path);
 	RUN(unchanged_values_type_layout);
-	RUN(raw_cache_string_change);
+	RUN(quick_path_string_change);
 	RUN(fast_and_decoded_forms_one_key);
 	RUN(steady_state_zero_allocations_synthetic);
 	char p[512];

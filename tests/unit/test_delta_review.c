@@ -1,18 +1,18 @@
 /*
  * test_delta_review.c: random review streams for the delta computer's
- * compact state (prev[] columns by matched name, raw-only keys,
- * first-fill reservation, accumulator rows only where the raw records do
- * not hold the values). A fast computer (slow_only 0, or some fast paths
+ * compact state (prev[] columns by matched name, stacks as shared node
+ * paths, first-fill reservation, accumulator rows only for keys with
+ * several samples). A fast computer (slow_only 0, or some fast paths
  * on) runs against the exact one (delta_pair.h) and must give the same
  * return codes and output bytes at every call: random streams of many
- * keys (raw arena restarts), labels, duplicates, shuffled orders,
+ * keys, labels, duplicates, shuffled orders,
  * renumbered/moved/renamed dictionaries, type layouts, small max_age,
  * failing writers, truncated inputs and bad samples (also against an
  * exact computer that never saw the failed calls). Seeded
  * (DELTA_REVIEW_SEED).
  *
- * Found by review, fixed: random_empty_id_fields (an empty packed
- * location-id field in a raw-only key's record; -EFAULT for good).
+ * Found by review of an earlier design, kept: random_empty_id_fields (an
+ * empty packed location-id field).
  * Targeted cases: test_delta_cases.c; allocation cases (steady state,
  * free, a failing allocator): test_delta_alloc.c.
  */
@@ -513,8 +513,7 @@ TEST(random_small_streams)
 	}
 }
 
-/* Many keys: the raw arena fills with dead bytes and starts over in the
- * middle of calls; raw-only keys materialize; eviction. */
+/* Many keys, with eviction. */
 TEST(random_large_streams)
 {
 	for (int stream = 0; stream < 40; stream++) {
@@ -526,9 +525,8 @@ TEST(random_large_streams)
 	}
 }
 
-/* The raw arena restarted often: shuffled orders (every sample through
- * the slow path, re-recorded), values and wire forms that change the
- * records' sizes. */
+/* Shuffled orders (predictions miss, keys looked up), values and wire
+ * forms that change from call to call. */
 TEST(random_restarts)
 {
 	for (int stream = 0; stream < 60; stream++) {
@@ -543,7 +541,7 @@ TEST(random_restarts)
 }
 
 /* An empty packed location-id field (legal protobuf: the decoder and the
- * exact path take it) in a sample recorded for a raw-only key. */
+ * exact path take it). */
 TEST(random_empty_id_fields)
 {
 	for (int stream = 0; stream < 300; stream++) {

@@ -1,0 +1,165 @@
+/*
+ * delta_evict.c: eviction for the delta computer: its identity tables
+ * (frames, label sets, stack nodes, keys) and per-key rows rebuilt with
+ * only the keys seen within max_age calls, into new blocks, so that a
+ * failure leaves the old ones whole. Key, node, frame and label set ids
+ * change; caches keyed by them are dropped.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "heapprof.h"
+#include "delta.h"
+
+/* The new tables compact builds, and old id -> new id maps. */
+typedef struct rebuilt {
+	dt_table frames, labelsets;
+	dp_table nodes, keys;
+	uint32_t *fmap, *lmap, *nmap; /* DELTA_NONE: not carried over */
+	int64_t *prev;
+	uint32_t *kgen, *kpos, *knext;
+	uint64_t *kv;
+	size_t cap;
+} rebuilt;
+
+/* An entry of dt_table src carried into dst (through map). */
+static int
+carry(const dt_table *src, dt_table *dst, uint32_t *map, uint32_t id,
+      uint32_t *out)
+{
+	if (map[id] == DELTA_NONE) {
+		size_t bl;
+		const uint8_t *b = heapprof__dt_bytes(src, id, &bl);
+		int rc = heapprof__dt_intern(dst, b, bl, src->ents[id].hash,
+		                             &map[id]);
+		if (rc < 0)
+			return rc;
+	}
+	*out = map[id];
+	return 0;
+}
+
+/* Node ref `node` of the old trie carried into the new one. */
+static int
+carry_node(heapprof_delta *d, rebuilt *r, uint32_t node, uint32_t *out)
+{
+	/* Up to the root or a node already carried, then down again. */
+	size_t n = 0;
+	for (uint32_t x = node; x && r->nmap[x - 1] == DELTA_NONE;
+	     x = heapprof__dp_a(&d->nodes, x - 1)) {
+		HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap, n + 1,
+		                            4));
+		d->keybuf[n++] = x;
+	}
+	uint32_t at = n ? heapprof__dp_a(&d->nodes, d->keybuf[n - 1] - 1)
+	                : node;
+	uint32_t parent = at ? r->nmap[at - 1] + 1 : 0;
+	while (n--) {
+		uint32_t x = d->keybuf[n], f, id;
+		HP_TRY(carry(&d->frames, &r->frames, r->fmap,
+		             heapprof__dp_b(&d->nodes, x - 1), &f));
+		int rc = heapprof__dp_intern(&r->nodes, parent, f, &id);
+		if (rc < 0)
+			return rc;
+		r->nmap[x - 1] = id;
+		parent = id + 1;
+	}
+	*out = parent;
+	return 0;
+}
+
+static void
+rebuilt_free(heapprof_delta *d, rebuilt *r, bool tables)
+{
+	if (tables) {
+		heapprof__dt_free(&r->frames);
+		heapprof__dt_free(&r->labelsets);
+		heapprof__dp_free(&r->nodes);
+		heapprof__dp_free(&r->keys);
+		heapprof__delta_release(d, &r->prev,
+		                        heapprof__delta_prev_bytes(d, r->cap));
+		heapprof__delta_release(d, &r->kgen, r->cap * 4);
+		heapprof__delta_release(d, &r->kpos, r->cap * 4);
+		heapprof__delta_release(d, &r->knext, r->cap * 4);
+		heapprof__delta_release(d, &r->kv, r->cap * 8);
+	}
+	heapprof__delta_release(d, &r->fmap, (d->frames.n + 1) * 4);
+	heapprof__delta_release(d, &r->lmap, (d->labelsets.n + 1) * 4);
+	heapprof__delta_release(d, &r->nmap, (d->nodes.n + 1) * 4);
+}
+
+static int
+rebuild(heapprof_delta *d, rebuilt *r)
+{
+	size_t nn = d->npcols;
+	uint32_t **maps[3] = {&r->fmap, &r->lmap, &r->nmap};
+	size_t counts[3] = {d->frames.n, d->labelsets.n, d->nodes.n};
+	for (int i = 0; i < 3; i++) {
+		*maps[i] = d->rf(d->rctx, NULL, 0, (counts[i] + 1) * 4);
+		if (!*maps[i])
+			return -ENOMEM;
+		memset(*maps[i], 0xff, (counts[i] + 1) * 4);
+	}
+	r->prev = d->rf(d->rctx, NULL, 0, heapprof__delta_prev_bytes(d, r->cap));
+	r->kgen = d->rf(d->rctx, NULL, 0, r->cap * 4);
+	r->kpos = d->rf(d->rctx, NULL, 0, r->cap * 4);
+	r->knext = d->rf(d->rctx, NULL, 0, r->cap * 4);
+	r->kv = d->rf(d->rctx, NULL, 0, r->cap * 8);
+	if (!r->prev || !r->kgen || !r->kpos || !r->knext || !r->kv)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < d->keys.n; k++) {
+		if (d->gen - d->kgen[k] > d->max_age)
+			continue;
+		uint32_t node, ls = heapprof__dp_b(&d->keys, k), id;
+		if (ls != DELTA_NONE)
+			HP_TRY(carry(&d->labelsets, &r->labelsets, r->lmap, ls,
+			             &ls));
+		HP_TRY(carry_node(d, r, heapprof__dp_a(&d->keys, k), &node));
+		int rc = heapprof__dp_intern(&r->keys, node, ls, &id);
+		if (rc < 0)
+			return rc;
+		memcpy(r->prev + (size_t)id * nn, d->prev + (size_t)k * nn,
+		       nn * 8);
+		r->kgen[id] = d->kgen[k];
+		r->knext[id] = DELTA_NONE;
+		r->kv[id] = d->kv[k];
+	}
+	return 0;
+}
+
+int
+heapprof__delta_compact(heapprof_delta *d, size_t live)
+{
+	rebuilt r;
+	memset(&r, 0, sizeof(r));
+	heapprof__dt_init(&r.frames, d->rf, d->rctx);
+	heapprof__dt_init(&r.labelsets, d->rf, d->rctx);
+	heapprof__dp_init(&r.nodes, d->rf, d->rctx);
+	heapprof__dp_init(&r.keys, d->rf, d->rctx);
+	r.cap = live ? live : 1;
+	int rc = rebuild(d, &r);
+	if (rc < 0) {
+		rebuilt_free(d, &r, true);
+		return rc;
+	}
+	rebuilt_free(d, &r, false);
+	d->evicted += d->keys.n - r.keys.n;
+	heapprof__delta_key_free(d);
+	d->frames = r.frames;
+	d->labelsets = r.labelsets;
+	d->nodes = r.nodes;
+	d->keys = r.keys;
+	d->prev = r.prev;
+	d->kgen = r.kgen;
+	d->kpos = r.kpos;
+	d->knext = r.knext;
+	d->kv = r.kv;
+	d->kcap = r.cap;
+	/* Frame, label set and key ids changed: no frames kept for
+	 * locations, no cached label sets, no prediction from the last
+	 * order. */
+	d->lf_ok = false;
+	d->khead = DELTA_NONE;
+	heapprof__delta_labels_forget(d);
+	return 0;
+}
