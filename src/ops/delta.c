@@ -150,7 +150,7 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->slot, d->slot_cap * 4);
 	heapprof__delta_release(d, &d->outv, d->outv_cap * 8);
 	heapprof__delta_release(d, &d->sub, d->sub_cap * 4);
-	heapprof__delta_release(d, &d->last_slot, d->last_slot_cap * 4);
+	heapprof__delta_release(d, &d->tcol, d->tcol_cap * 4);
 	heapprof__delta_release(d, &d->str_map, d->str_map_cap * 4);
 	heapprof__delta_release(d, &d->out_strs, d->out_strs_cap * 4);
 	heapprof__delta_release(d, &d->loc_used, d->loc_used_cap);
@@ -197,7 +197,7 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	     d->bbuf_cap +
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
 	     d->acc_cap * 8 + d->slot_cap * 4 + d->outv_cap * 8 +
-	     d->last_slot_cap * 4 +
+	     d->tcol_cap * 4 +
 	     d->str_map_cap * 4 + d->out_strs_cap * 4 + d->loc_used_cap +
 	     d->func_used_cap + d->map_used_cap + d->w.cap;
 	st->state_bytes = b;
@@ -237,17 +237,7 @@ subtracted(const heapprof_delta *d, uint32_t *ti, uint32_t *si)
 	return n;
 }
 
-/* True if the values of types not subtracted are all zero in row v. */
-static bool
-nonsub_zero(const heapprof_delta *d, const uint64_t *v)
-{
-	for (size_t t = 0; t < d->dec.ntypes; t++)
-		if (d->slot[t] < 0 && v[t] != 0)
-			return false;
-	return true;
-}
-
-/* Pass B: subtract, drop all-zero, write. Does not touch prev or kv. */
+/* Pass B: subtract, drop all-zero, write. Does not touch prev. */
 static int
 emit(heapprof_delta *d)
 {
@@ -258,31 +248,19 @@ emit(heapprof_delta *d)
 	uint64_t *outv = (uint64_t *)d->outv;
 	pprof_sample s;
 	for (size_t i = 0; i < d->nitems; i++) {
-		delta_item *item = &d->items[i];
+		const delta_item *item = &d->items[i];
+		const int64_t *prev = d->prev + (size_t)item->kid * nn;
 		uint32_t len = item->len & DELTA_ITEM_LEN;
 		uint64_t nz = 0;
-		if (item->len & DELTA_ITEM_SAME) {
-			/* Values as committed: subtracted types 0, the others
-			 * as they are. */
-			if (d->kv[item->kid] & DELTA_KV_NZ0)
-				continue;
-			heapprof__delta_item_values(d, item, nt, outv);
-			for (size_t j = 0; j < ns; j++)
-				outv[ti[j]] = 0;
-		} else {
-			const int64_t *prev = d->prev + (size_t)item->kid * nn;
-			heapprof__delta_item_values(d, item, nt, outv);
-			for (size_t j = 0; j < ns; j++)
-				outv[ti[j]] -= (uint64_t)prev[si[j]];
-		}
+		if (item->len & DELTA_ITEM_SAME)
+			continue; /* delta all 0 */
+		heapprof__delta_item_values(d, item, nt, outv);
+		for (size_t j = 0; j < ns; j++)
+			outv[ti[j]] -= (uint64_t)prev[si[j]];
 		for (size_t t = 0; t < nt; t++)
 			nz |= outv[t];
-		if (!nz) {
-			item->len |= DELTA_ITEM_NZ0; /* and subtracted 0 */
+		if (!nz)
 			continue;
-		}
-		if (nonsub_zero(d, outv))
-			item->len |= DELTA_ITEM_NZ0;
 		int rc = d->slow_only & DELTA_SLOW_NOOUT
 		                 ? 0
 		                 : heapprof__delta_out_fast(d, item->off, len,
@@ -298,25 +276,6 @@ emit(heapprof_delta *d)
 	return 0;
 }
 
-/* The kv entry of an item after commit: its values field if it is one
- * sample's in the usual form (a one-byte length of at most 7 just before
- * it: a longer length varint ends in a byte after one >= 0x80, never
- * after the tag 0x12). */
-static uint64_t
-kv_of(const heapprof_delta *d, const delta_item *item)
-{
-	if (!(item->arow & DELTA_VALS))
-		return 0;
-	const uint8_t *v = d->dec.buf + item->off + (item->arow & ~DELTA_VALS);
-	size_t m = v[-1];
-	if (m == 0 || m > 7 || v[-2] != 0x12)
-		return 0;
-	uint64_t x = (uint64_t)m << 56;
-	for (size_t k = 0; k < m; k++)
-		x |= (uint64_t)v[k] << (8 * k);
-	return x | (item->len & DELTA_ITEM_NZ0 ? DELTA_KV_NZ0 : 0);
-}
-
 static void
 commit(heapprof_delta *d)
 {
@@ -328,13 +287,12 @@ commit(heapprof_delta *d)
 	for (size_t j = 0; j < ns; j++)
 		if (ti[j] + 1 > lim)
 			lim = ti[j] + 1;
+	if (!ns)
+		return;
 	for (size_t i = 0; i < d->nitems; i++) {
 		const delta_item *item = &d->items[i];
 		if (item->len & DELTA_ITEM_SAME)
-			continue; /* values (and kv) as committed last time */
-		d->kv[item->kid] = kv_of(d, item);
-		if (!ns)
-			continue;
+			continue; /* values as committed last time */
 		heapprof__delta_item_values(d, item, lim, v);
 		int64_t *prev = d->prev + (size_t)item->kid * nn;
 		for (size_t j = 0; j < ns; j++)
@@ -541,11 +499,9 @@ prepare(heapprof_delta *d)
 		if (d->slot[t] >= 0 && d->ncol[d->slot[t]] < 0)
 			HP_TRY(add_column(d, (size_t)d->slot[t]));
 	}
-	/* kv holds values under the last call's type layout only. */
-	if (d->keys.n && (nt != d->last_nt ||
-	                  (nt && memcmp(d->slot, d->last_slot,
-	                                nt * sizeof(int32_t)) != 0)))
-		memset(d->kv, 0, d->keys.n * 8);
+	HP_TRY(heapprof__delta_grow(d, &d->tcol, &d->tcol_cap, nt + 1, 4));
+	for (size_t t = 0; t < nt; t++)
+		d->tcol[t] = d->slot[t] >= 0 ? d->ncol[d->slot[t]] : -1;
 	HP_TRY(heapprof__delta_reserve(d));
 	return heapprof__delta_key_prepare(d);
 }
@@ -577,15 +533,10 @@ heapprof_delta_compute(heapprof_delta *d, const void *profile, size_t len,
 	}
 	if (rc == 0)
 		rc = types_room(d);
-	if (rc == 0)
-		rc = heapprof__delta_grow(d, &d->last_slot, &d->last_slot_cap,
-		                          d->dec.ntypes + 1, 4);
 	if (rc < 0)
 		return rc;
 	commit(d);
 	save_types(d);
-	memcpy(d->last_slot, d->slot, d->dec.ntypes * sizeof(int32_t));
-	d->last_nt = d->dec.ntypes;
 	d->prev_time = d->dec.time_nanos;
 	d->have_prev = true;
 	d->calls++;

@@ -31,19 +31,12 @@ typedef struct delta_item {
 
 #define DELTA_VALS 0x80000000u
 
-/* delta_item.len flags (a sample is shorter than 1 GiB). SAME: the
- * sample's values field is, byte for byte, its key's committed one (kv):
- * deltas of subtracted types 0, prev unchanged. NZ0 (set by emit, for
- * commit): its types not subtracted are all 0. */
+/* delta_item.len flag (a sample is shorter than 2 GiB): the sample's
+ * values field is, byte for byte, its key's previous values for the
+ * subtracted types and 0 for the others (delta_quick.c): its delta is all
+ * 0, emit drops it and commit leaves prev as it is. */
 #define DELTA_ITEM_SAME 0x80000000u
-#define DELTA_ITEM_NZ0 0x40000000u
-#define DELTA_ITEM_LEN 0x3fffffffu
-
-/* kv[key]: the key's committed values field when it was one sample's,
- * in the usual form, of at most 7 bytes: the bytes, their count << 56,
- * and DELTA_KV_NZ0 if the types not subtracted were all 0; else 0. */
-#define DELTA_KV_NZ0 (1ULL << 63)
-#define DELTA_KV_LEN(x) ((unsigned)((x) >> 56) & 7)
+#define DELTA_ITEM_LEN 0x7fffffffu
 
 /* A node's window of id bytes: w0 | w1 << 32 holds up to 7 bytes, their
  * count in the top byte (0: none); skip is the node ref after them. */
@@ -103,7 +96,6 @@ struct heapprof_delta {
 	uint32_t *kgen;  /* call in which each key was last seen */
 	uint32_t *kpos;  /* its item index in that call */
 	uint32_t *knext; /* the key that followed it in the last call */
-	uint64_t *kv;    /* DELTA_KV_*: its committed values field */
 	size_t kcap;
 	uint32_t gen;
 	int64_t prev_time;
@@ -160,9 +152,8 @@ struct heapprof_delta {
 	size_t outv_cap;
 	uint32_t *sub; /* subtracted types: input indexes, then name slots */
 	size_t sub_cap;
-	/* the last successful call's slot[] (kv holds values under it) */
-	int32_t *last_slot;
-	size_t last_nt, last_slot_cap;
+	int32_t *tcol; /* per input type: its prev[] column or -1 */
+	size_t tcol_cap;
 	/* the last successful call's sample types, for SAME_TYPES: per type
 	 * a u32 length and the bytes of its type, then of its unit */
 	uint8_t *ptypes;

@@ -18,7 +18,6 @@ typedef struct rebuilt {
 	uint32_t *fmap, *lmap, *nmap; /* DELTA_NONE: not carried over */
 	int64_t *prev;
 	uint32_t *kgen, *kpos, *knext;
-	uint64_t *kv;
 	size_t cap;
 } rebuilt;
 
@@ -81,7 +80,6 @@ rebuilt_free(heapprof_delta *d, rebuilt *r, bool tables)
 		heapprof__delta_release(d, &r->kgen, r->cap * 4);
 		heapprof__delta_release(d, &r->kpos, r->cap * 4);
 		heapprof__delta_release(d, &r->knext, r->cap * 4);
-		heapprof__delta_release(d, &r->kv, r->cap * 8);
 	}
 	heapprof__delta_release(d, &r->fmap, (d->frames.n + 1) * 4);
 	heapprof__delta_release(d, &r->lmap, (d->labelsets.n + 1) * 4);
@@ -104,8 +102,7 @@ rebuild(heapprof_delta *d, rebuilt *r)
 	r->kgen = d->rf(d->rctx, NULL, 0, r->cap * 4);
 	r->kpos = d->rf(d->rctx, NULL, 0, r->cap * 4);
 	r->knext = d->rf(d->rctx, NULL, 0, r->cap * 4);
-	r->kv = d->rf(d->rctx, NULL, 0, r->cap * 8);
-	if (!r->prev || !r->kgen || !r->kpos || !r->knext || !r->kv)
+	if (!r->prev || !r->kgen || !r->kpos || !r->knext)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < d->keys.n; k++) {
 		if (d->gen - d->kgen[k] > d->max_age)
@@ -122,7 +119,6 @@ rebuild(heapprof_delta *d, rebuilt *r)
 		       nn * 8);
 		r->kgen[id] = d->kgen[k];
 		r->knext[id] = DELTA_NONE;
-		r->kv[id] = d->kv[k];
 	}
 	return 0;
 }
@@ -153,7 +149,6 @@ heapprof__delta_compact(heapprof_delta *d, size_t live)
 	d->kgen = r.kgen;
 	d->kpos = r.kpos;
 	d->knext = r.knext;
-	d->kv = r.kv;
 	d->kcap = r.cap;
 	/* Frame, label set and key ids changed: no frames kept for
 	 * locations, no cached label sets, no prediction from the last

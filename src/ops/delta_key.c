@@ -223,10 +223,6 @@ keys_room(heapprof_delta *d, size_t n)
 			return -ENOMEM;
 		*arr[i] = g;
 	}
-	uint64_t *v = d->rf(d->rctx, d->kv, d->kcap * 8, c * 8);
-	if (!v)
-		return -ENOMEM;
-	d->kv = v;
 	d->kcap = c;
 	return 0;
 }
@@ -348,7 +344,6 @@ key_intern(heapprof_delta *d, const uint32_t *fr, size_t nf, uint32_t ls,
 		memset(d->prev + (size_t)kid * d->npcols, 0, d->npcols * 8);
 		d->kgen[kid] = d->gen - 1;
 		d->knext[kid] = DELTA_NONE;
-		d->kv[kid] = 0;
 	}
 	*kidp = kid;
 	return 0;
@@ -607,6 +602,5 @@ heapprof__delta_key_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->kgen, d->kcap * 4);
 	heapprof__delta_release(d, &d->kpos, d->kcap * 4);
 	heapprof__delta_release(d, &d->knext, d->kcap * 4);
-	heapprof__delta_release(d, &d->kv, d->kcap * 8);
 	d->kcap = 0;
 }

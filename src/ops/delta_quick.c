@@ -6,7 +6,7 @@
  * after it (up to 7 bytes a window, delta.h nvb): a sample in the usual
  * wire form whose ids are the predicted key's windows, byte for byte, is
  * that key, with no id decoded and no table looked up. Its values field,
- * if byte for byte the key's committed one (kv), is not decoded either.
+ * if byte for byte what a zero delta would have, is not decoded either.
  * Anything else takes the full path (delta_key.c), which records the
  * windows for the next call.
  */
@@ -90,6 +90,22 @@ label_bytes(heapprof_delta *d, const uint8_t *q, const uint8_t *e,
 	return 0;
 }
 
+/* True if the varint at *pp (before e) is v's minimal encoding; *pp then
+ * moves past it. No bytes are written and compared later: a mismatch
+ * stops at its first byte. */
+HP_INLINE bool
+varint_is(const uint8_t **pp, const uint8_t *e, uint64_t v)
+{
+	const uint8_t *p = *pp;
+	for (; v >= 0x80; v >>= 7, p++)
+		if (p >= e || *p != (uint8_t)(v | 0x80))
+			return false;
+	if (p >= e || *p != v)
+		return false;
+	*pp = p + 1;
+	return true;
+}
+
 /* The quick path: a sample of the usual form (packed ids, values and at
  * most one label) that is the predicted key by its id bytes. 1: done; 0:
  * not known this way (the caller takes the full path). */
@@ -145,14 +161,18 @@ heapprof__delta_quick(heapprof_delta *d, uint32_t off, uint32_t len)
 		                      ide)))
 			return 0;
 	}
-	/* Its values: as committed (the bytes were checked then), or
-	 * decoded and checked now. */
-	uint64_t x = d->kv[c];
-	size_t m = (size_t)(ve - vs);
-	if (d->kgen[c] != d->gen && m == DELTA_KV_LEN(x) && m) {
-		uint64_t w;
-		memcpy(&w, vs, 8); /* 8 bytes readable: hard - e >= 8 */
-		if (((w ^ x) & ((1ULL << (8 * m)) - 1)) == 0) {
+	/* Its values: if they are, byte for byte, its previous values for
+	 * the subtracted types and 0 for the others, its delta is 0 (none
+	 * decoded); else decoded and checked now. */
+	if (d->kgen[c] != d->gen) {
+		const int64_t *pv = d->prev + (size_t)c * d->npcols;
+		const uint8_t *q = vs;
+		size_t t = 0;
+		while (t < nt &&
+		       varint_is(&q, ve, d->tcol[t] >= 0 ? (uint64_t)pv[d->tcol[t]]
+		                                          : 0))
+			t++;
+		if (t == nt && q == ve) {
 			d->pred_hits++;
 			d->quick_hits++;
 			link_key(d, c);
