@@ -193,6 +193,10 @@ void heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes);
 int heapprof__delta_key_prepare(heapprof_delta *d);
 int heapprof__delta_reserve(heapprof_delta *d);
 int heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len);
+/* A label message's payload [q, e) into lb, if it has only varint fields
+ * (key, str, num, num_unit) with string indexes in range: true. */
+bool heapprof__delta_label_fields(const pprof_dec *dec, const uint8_t *q,
+                                  const uint8_t *e, pprof_label *lb);
 /* Label set id of one label whose string indexes are valid. */
 int heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
                                  uint32_t *out);

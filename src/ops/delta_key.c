@@ -351,6 +351,31 @@ key_intern(heapprof_delta *d, const uint32_t *fr, size_t nf, uint32_t ls,
 
 /* ------------------------------------------------------------ samples */
 
+bool
+heapprof__delta_label_fields(const pprof_dec *dec, const uint8_t *q,
+                             const uint8_t *e, pprof_label *lb)
+{
+	const uint8_t *hard = dec->buf + dec->len;
+	memset(lb, 0, sizeof(*lb));
+	while (q < e) {
+		uint8_t t = *q++;
+		uint64_t v;
+		if ((t != 0x08 && t != 0x10 && t != 0x18 && t != 0x20) ||
+		    rd_varint(&q, hard, &v) < 0 || q > e ||
+		    (t != 0x18 && v >= dec->nstrings))
+			return false;
+		if (t == 0x08)
+			lb->key = (uint32_t)v;
+		else if (t == 0x10)
+			lb->str = (uint32_t)v;
+		else if (t == 0x18)
+			lb->num = (int64_t)v;
+		else
+			lb->num_unit = (uint32_t)v;
+	}
+	return true;
+}
+
 /* The frames (into keybuf, leaf first), label set and values of the
  * sample at (off, len) read straight from its bytes when it has the usual
  * form (one-byte tags; packed or single location ids; one packed values
@@ -423,25 +448,8 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 				vals[nv++] = (int64_t)v;
 			}
 		} else {
-			if (nlab++)
+			if (nlab++ || !heapprof__delta_label_fields(dec, q, fe, &lb))
 				return 0;
-			while (q < fe) {
-				uint8_t t = *q++;
-				if ((t != 0x08 && t != 0x10 && t != 0x18 &&
-				     t != 0x20) ||
-				    rd_varint(&q, hard, &v) < 0 || q > fe)
-					return 0;
-				if (t != 0x18 && v >= dec->nstrings)
-					return 0;
-				if (t == 0x08)
-					lb.key = (uint32_t)v;
-				else if (t == 0x10)
-					lb.str = (uint32_t)v;
-				else if (t == 0x18)
-					lb.num = (int64_t)v;
-				else
-					lb.num_unit = (uint32_t)v;
-			}
 		}
 		p = fe;
 	}

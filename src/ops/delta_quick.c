@@ -61,24 +61,10 @@ label_bytes(heapprof_delta *d, const uint8_t *q, const uint8_t *e,
 			return 0;
 		}
 	}
-	pprof_label lb = {0};
-	while (q < e) {
-		uint8_t t = *q++;
-		uint64_t v;
-		if ((t != 0x08 && t != 0x10 && t != 0x18 && t != 0x20) ||
-		    rd_varint(&q, hard, &v) < 0 || q > e ||
-		    (t != 0x18 && v >= dec->nstrings)) {
-			*ls = DELTA_VALS;
-			return 0;
-		}
-		if (t == 0x08)
-			lb.key = (uint32_t)v;
-		else if (t == 0x10)
-			lb.str = (uint32_t)v;
-		else if (t == 0x18)
-			lb.num = (int64_t)v;
-		else
-			lb.num_unit = (uint32_t)v;
+	pprof_label lb;
+	if (!heapprof__delta_label_fields(dec, q, e, &lb)) {
+		*ls = DELTA_VALS;
+		return 0;
 	}
 	HP_TRY(heapprof__delta_labelset_one(d, &lb, ls));
 	if (c) {
