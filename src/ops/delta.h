@@ -57,7 +57,7 @@ typedef struct delta_lcache {
 	int64_t num;
 } delta_lcache;
 
-/* Per-call cache of one-label fields by their bytes (delta_key.c). */
+/* Per-call cache of one-label fields by their bytes (delta_quick.c). */
 #define DELTA_LBCACHE 1024
 typedef struct delta_lbcache {
 	uint32_t gen, len, ls;
@@ -68,7 +68,7 @@ typedef struct delta_lbcache {
  * output can be compared with the exact paths' byte for byte. */
 #define DELTA_SLOW_NOPRED 1 /* no predicted keys: every key looked up */
 #define DELTA_SLOW_NOKEY 2  /* every sample through the decoder */
-#define DELTA_SLOW_NOOUT 4 /* every sample written from the decoder */
+#define DELTA_SLOW_NOOUT 4  /* every sample written from the decoder */
 
 struct heapprof_delta {
 	pb_realloc_fn *rf;
@@ -120,9 +120,9 @@ struct heapprof_delta {
 	 * be that stack without decoding them. Valid for the current call,
 	 * and across calls when loc_frame is. */
 	delta_nvb *nvb;
+	size_t nvb_cap;        /* >= nodes.n, but for a failed growth */
 	bool record;           /* this call records id bytes into nvb */
 	unsigned dict_changes; /* consecutive calls with a new dictionary */
-	size_t nvb_cap;
 
 	delta_lcache lcache[DELTA_LCACHE];
 	delta_lbcache lbcache[DELTA_LBCACHE];
