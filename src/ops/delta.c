@@ -82,6 +82,7 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	d->rctx = opt->realloc_ctx;
 	d->max_age = opt->max_age ? opt->max_age : DEFAULT_MAX_AGE;
 	d->khead = d->klast = DELTA_NONE;
+	heapprof__dp_init(&d->aframes, rf, d->rctx);
 	heapprof__dt_init(&d->frames, rf, d->rctx);
 	heapprof__dt_init(&d->labelsets, rf, d->rctx);
 	heapprof__dt_init(&d->lstrs, rf, d->rctx);
@@ -163,6 +164,7 @@ heapprof_delta_free(heapprof_delta *d)
 HP_EXPORT void
 heapprof_delta_reset(heapprof_delta *d)
 {
+	heapprof__dp_clear(&d->aframes);
 	heapprof__dt_clear(&d->frames);
 	heapprof__dt_clear(&d->labelsets);
 	heapprof__dp_clear(&d->nodes);
@@ -180,11 +182,12 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->calls = d->calls;
 	st->keys = d->keys.n;
-	st->frames = d->frames.n;
+	st->frames = d->aframes.n + d->frames.n;
 	st->evicted = d->evicted;
 	st->last_samples_in = d->last_in;
 	st->last_samples_out = d->last_out;
-	size_t b = heapprof__dt_memory(&d->frames) +
+	size_t b = heapprof__dp_memory(&d->aframes) +
+	           heapprof__dt_memory(&d->frames) +
 	           heapprof__dt_memory(&d->labelsets) +
 	           heapprof__dt_memory(&d->lstrs) +
 	           heapprof__dp_memory(&d->nodes) +

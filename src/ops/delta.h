@@ -19,6 +19,9 @@
 
 #define DELTA_NONE UINT32_MAX
 
+/* Frame ids: by address below this, by lines with this bit. */
+#define DELTA_LFRAME 0x80000000u
+
 /* One key's samples in this call: its first sample (off, len) and its
  * values: accumulator row arow, or (arow DELTA_VALS | v: one sample in the
  * usual wire form) that sample's values, read again from the input at its
@@ -89,7 +92,9 @@ struct heapprof_delta {
 	/* stream state. A sample's identity (delta_key.c): its frames
 	 * (address, or lines by content), its stack a path of nodes
 	 * (parent, frame) from the root, its key (stack node, label set). */
-	dt_table frames, labelsets;
+	dp_table aframes; /* frames by address (its two halves): id f */
+	dt_table frames;  /* frames by lines: id DELTA_LFRAME | f */
+	dt_table labelsets;
 	dp_table nodes; /* id + 1 is a node; 0 the empty stack */
 	dp_table keys;  /* (node, label set id or DELTA_NONE) */
 	int64_t *prev;   /* keys.n x npcols: values of the previous profile */

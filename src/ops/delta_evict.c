@@ -13,9 +13,11 @@
 
 /* The new tables compact builds, and old id -> new id maps. */
 typedef struct rebuilt {
+	dp_table aframes;
 	dt_table frames, labelsets;
 	dp_table nodes, keys;
-	uint32_t *fmap, *lmap, *nmap; /* DELTA_NONE: not carried over */
+	/* DELTA_NONE: not carried over */
+	uint32_t *afmap, *fmap, *lmap, *nmap;
 	int64_t *prev;
 	uint32_t *kgen, *kpos, *knext;
 	size_t cap;
@@ -38,6 +40,28 @@ carry(const dt_table *src, dt_table *dst, uint32_t *map, uint32_t id,
 	return 0;
 }
 
+/* Frame id f carried into the new tables. */
+static int
+carry_frame(heapprof_delta *d, rebuilt *r, uint32_t f, uint32_t *out)
+{
+	if (f & DELTA_LFRAME) {
+		HP_TRY(carry(&d->frames, &r->frames, r->fmap, f & ~DELTA_LFRAME,
+		             out));
+		*out |= DELTA_LFRAME;
+		return 0;
+	}
+	if (r->afmap[f] == DELTA_NONE) {
+		int rc = heapprof__dp_intern(&r->aframes,
+		                             heapprof__dp_a(&d->aframes, f),
+		                             heapprof__dp_b(&d->aframes, f),
+		                             &r->afmap[f]);
+		if (rc < 0)
+			return rc;
+	}
+	*out = r->afmap[f];
+	return 0;
+}
+
 /* Node ref `node` of the old trie carried into the new one. */
 static int
 carry_node(heapprof_delta *d, rebuilt *r, uint32_t node, uint32_t *out)
@@ -55,8 +79,7 @@ carry_node(heapprof_delta *d, rebuilt *r, uint32_t node, uint32_t *out)
 	uint32_t parent = at ? r->nmap[at - 1] + 1 : 0;
 	while (n--) {
 		uint32_t x = d->keybuf[n], f, id;
-		HP_TRY(carry(&d->frames, &r->frames, r->fmap,
-		             heapprof__dp_b(&d->nodes, x - 1), &f));
+		HP_TRY(carry_frame(d, r, heapprof__dp_b(&d->nodes, x - 1), &f));
 		int rc = heapprof__dp_intern(&r->nodes, parent, f, &id);
 		if (rc < 0)
 			return rc;
@@ -71,6 +94,7 @@ static void
 rebuilt_free(heapprof_delta *d, rebuilt *r, bool tables)
 {
 	if (tables) {
+		heapprof__dp_free(&r->aframes);
 		heapprof__dt_free(&r->frames);
 		heapprof__dt_free(&r->labelsets);
 		heapprof__dp_free(&r->nodes);
@@ -81,6 +105,7 @@ rebuilt_free(heapprof_delta *d, rebuilt *r, bool tables)
 		heapprof__delta_release(d, &r->kpos, r->cap * 4);
 		heapprof__delta_release(d, &r->knext, r->cap * 4);
 	}
+	heapprof__delta_release(d, &r->afmap, (d->aframes.n + 1) * 4);
 	heapprof__delta_release(d, &r->fmap, (d->frames.n + 1) * 4);
 	heapprof__delta_release(d, &r->lmap, (d->labelsets.n + 1) * 4);
 	heapprof__delta_release(d, &r->nmap, (d->nodes.n + 1) * 4);
@@ -90,9 +115,10 @@ static int
 rebuild(heapprof_delta *d, rebuilt *r)
 {
 	size_t nn = d->npcols;
-	uint32_t **maps[3] = {&r->fmap, &r->lmap, &r->nmap};
-	size_t counts[3] = {d->frames.n, d->labelsets.n, d->nodes.n};
-	for (int i = 0; i < 3; i++) {
+	uint32_t **maps[4] = {&r->afmap, &r->fmap, &r->lmap, &r->nmap};
+	size_t counts[4] = {d->aframes.n, d->frames.n, d->labelsets.n,
+	                    d->nodes.n};
+	for (int i = 0; i < 4; i++) {
 		*maps[i] = d->rf(d->rctx, NULL, 0, (counts[i] + 1) * 4);
 		if (!*maps[i])
 			return -ENOMEM;
@@ -128,6 +154,7 @@ heapprof__delta_compact(heapprof_delta *d, size_t live)
 {
 	rebuilt r;
 	memset(&r, 0, sizeof(r));
+	heapprof__dp_init(&r.aframes, d->rf, d->rctx);
 	heapprof__dt_init(&r.frames, d->rf, d->rctx);
 	heapprof__dt_init(&r.labelsets, d->rf, d->rctx);
 	heapprof__dp_init(&r.nodes, d->rf, d->rctx);
@@ -141,6 +168,7 @@ heapprof__delta_compact(heapprof_delta *d, size_t live)
 	rebuilt_free(d, &r, false);
 	d->evicted += d->keys.n - r.keys.n;
 	heapprof__delta_key_free(d);
+	d->aframes = r.aframes;
 	d->frames = r.frames;
 	d->labelsets = r.labelsets;
 	d->nodes = r.nodes;

@@ -4,9 +4,10 @@
  * the address is 0; a label set is its labels sorted by content; a stack is
  * a path of nodes (parent node, frame) from the root, shared by every stack
  * with the same root-side frames; a key is (stack node, label set). Frames
- * and label sets are interned in dt_tables that compare bytes exactly,
- * nodes and keys in pair tables (delta_pairs.c), so a key costs 8 bytes
- * and a stack about one node per sample, whatever its depth.
+ * by lines and label sets are interned in dt_tables that compare bytes
+ * exactly; frames by address, nodes and keys in pair tables
+ * (delta_pairs.c), so a key costs 8 bytes and a stack about one node per
+ * sample, whatever its depth.
  *
  * A sample in the usual wire form is read straight from its bytes (its
  * location ids through loc_frame[] to frames), anything else through the
@@ -47,36 +48,38 @@ bput_str(heapprof_delta *d, size_t *n, uint64_t idx)
 	return bput(d, n, s, l);
 }
 
-/* Frame id of locs[li]: interned address, or lines by content. */
+/* Frame id of locs[li]: its address (a pair of halves), or its lines by
+ * content. */
 static int
 frame_of(heapprof_delta *d, uint32_t li, uint32_t *out)
 {
 	size_t n = 0;
 	uint64_t addr = d->dec.loc_addr[li];
 	if (addr) {
-		uint8_t b[9];
-		b[0] = 'A';
-		memcpy(b + 1, &addr, 8);
-		HP_TRY(bput(d, &n, b, 9));
-	} else {
-		pprof_location l;
-		HP_TRY(heapprof__pprof_location(&d->dec, li, &l));
-		HP_TRY(bput(d, &n, "S", 1));
-		for (size_t k = 0; k < l.nlines; k++) {
-			long fi = heapprof__pprof_find_function(
-				&d->dec, l.lines[k].function_id);
-			pprof_function fn = {0};
-			if (fi >= 0)
-				HP_TRY(heapprof__pprof_function(&d->dec,
-				                                (size_t)fi, &fn));
-			HP_TRY(bput_str(d, &n, fn.name));
-			HP_TRY(bput_str(d, &n, fn.filename));
-			HP_TRY(bput(d, &n, &l.lines[k].line, 8));
-		}
+		int rc = heapprof__dp_intern(&d->aframes, (uint32_t)addr,
+		                             (uint32_t)(addr >> 32), out);
+		if (rc < 0 || *out >= DELTA_LFRAME)
+			return -ENOMEM; /* (ids are 31 bits) */
+		return 0;
+	}
+	pprof_location l;
+	HP_TRY(heapprof__pprof_location(&d->dec, li, &l));
+	for (size_t k = 0; k < l.nlines; k++) {
+		long fi = heapprof__pprof_find_function(&d->dec,
+		                                        l.lines[k].function_id);
+		pprof_function fn = {0};
+		if (fi >= 0)
+			HP_TRY(heapprof__pprof_function(&d->dec, (size_t)fi, &fn));
+		HP_TRY(bput_str(d, &n, fn.name));
+		HP_TRY(bput_str(d, &n, fn.filename));
+		HP_TRY(bput(d, &n, &l.lines[k].line, 8));
 	}
 	int rc = heapprof__dt_intern(&d->frames, d->bbuf, n,
 	                             heapprof__dt_hash(d->bbuf, n), out);
-	return rc < 0 ? rc : 0;
+	if (rc < 0 || *out >= DELTA_LFRAME)
+		return -ENOMEM;
+	*out |= DELTA_LFRAME;
+	return 0;
 }
 
 static int
@@ -235,10 +238,10 @@ heapprof__delta_reserve(heapprof_delta *d)
 	if (d->keys.n || n < 1024)
 		return 0;
 	/* A key per sample, a node per sample or so (stacks share their
-	 * root side), frames 9 bytes by address. */
+	 * root side), a frame per location (by address). */
 	HP_TRY(heapprof__dp_reserve(&d->keys, n));
 	HP_TRY(heapprof__dp_reserve(&d->nodes, n));
-	HP_TRY(heapprof__dt_reserve(&d->frames, dec->nlocs, 9 * dec->nlocs));
+	HP_TRY(heapprof__dp_reserve(&d->aframes, dec->nlocs));
 	return keys_room(d, n);
 }
 
@@ -601,6 +604,7 @@ heapprof__delta_labels_forget(heapprof_delta *d)
 void
 heapprof__delta_key_free(heapprof_delta *d)
 {
+	heapprof__dp_free(&d->aframes);
 	heapprof__dt_free(&d->frames);
 	heapprof__dt_free(&d->labelsets);
 	heapprof__dp_free(&d->nodes);

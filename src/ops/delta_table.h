@@ -1,8 +1,8 @@
 /*
  * delta_table.h: the interning table the delta computer keeps its state in:
  * byte strings -> dense ids, with exact comparison (the hash only picks the
- * bucket), an arena for the bytes, and a per-entry generation for eviction.
- * Used twice: frames (address or function/file/line) and label sets
+ * bucket) and an arena for the bytes.
+ * Used twice: frames by lines (function, file, line) and label sets
  * (canonical sorted labels). All memory comes from a realloc hook; lookups
  * of existing keys allocate nothing.
  */
