@@ -1,13 +1,19 @@
 /*
  * cmd_delta.c: `heapprof delta [--types T1,T2] [--raw] OLD NEW -o OUT`:
  * the delta of two consecutive profiles of one source, through the library's
- * delta computer (heapprof_delta_*). Output goes through cli_out, so a
- * failure never leaves a partial file.
+ * delta computer (heapprof_delta_*). A regular file is read where it lies
+ * (heapprof_delta_compute_read: the computer holds its dictionary and a
+ * window of samples, never the whole profile); stdin or a pipe is read
+ * into memory. Output goes through cli_out, so a failure never leaves a
+ * partial file.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "heapprof.h"
 #include "cli.h"
@@ -41,6 +47,66 @@ discard(void *arg, const void *p, size_t n)
 	(void)p;
 	(void)n;
 	return 0;
+}
+
+/* One input: a regular file by its descriptor (fd >= 0), else its bytes. */
+typedef struct delta_in {
+	int fd;
+	uint8_t *buf;
+	size_t len;
+} delta_in;
+
+static long
+pread_at(void *arg, uint64_t at, void *buf, size_t n)
+{
+	const delta_in *in = arg;
+	for (;;) {
+		ssize_t r = pread(in->fd, buf, n, (off_t)at);
+		if (r >= 0)
+			return (long)r;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+static int
+in_open(delta_in *in, const char *path)
+{
+	in->fd = -1;
+	in->buf = NULL;
+	in->len = 0;
+	if (strcmp(path, "-") != 0) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat sb;
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+			in->fd = fd;
+			return 0;
+		}
+		close(fd); /* a pipe, a device: read once, into memory */
+	}
+	return cli_read_file(path, &in->buf, &in->len);
+}
+
+static int
+in_delta(heapprof_delta *d, delta_in *in, unsigned flags,
+         heapprof_write_fn *write, void *arg)
+{
+	if (in->fd >= 0)
+		return heapprof_delta_compute_read(d, pread_at, in, flags,
+		                                   write, arg);
+	return heapprof_delta_compute(d, in->buf, in->len, flags, write, arg);
+}
+
+static void
+in_close(delta_in *in)
+{
+	if (in->fd >= 0)
+		close(in->fd);
+	free(in->buf);
+	in->fd = -1;
+	in->buf = NULL;
 }
 
 /* Splits "a,b,c" in place into names[]; returns the count or -1. */
@@ -133,10 +199,9 @@ cli_delta(int argc, char **argv)
 		opt.ntypes = (size_t)n;
 	}
 
-	/* One input in memory at a time: OLD is read, taken and freed
-	 * before NEW is read. */
-	uint8_t *buf[2] = {NULL, NULL};
-	size_t len[2];
+	/* One input open at a time: OLD is taken and closed before NEW is
+	 * opened. */
+	delta_in src = {-1, NULL, 0};
 	int status = 1, rc;
 	heapprof_delta *d;
 	rc = heapprof_delta_new(&d, &opt);
@@ -145,7 +210,7 @@ cli_delta(int argc, char **argv)
 		goto done;
 	}
 	for (int k = 0; k < 2; k++) {
-		rc = cli_read_file(in[k], &buf[k], &len[k]);
+		rc = in_open(&src, in[k]);
 		if (rc < 0) {
 			cli_err("delta: %s: %s", in[k], heapprof_strerror(rc));
 			heapprof_delta_free(d);
@@ -153,10 +218,8 @@ cli_delta(int argc, char **argv)
 		}
 		if (k == 1)
 			break;
-		rc = heapprof_delta_compute(d, buf[0], len[0],
-		                            HEAPPROF_DELTA_SUBTRACT, discard, NULL);
-		free(buf[0]);
-		buf[0] = NULL;
+		rc = in_delta(d, &src, HEAPPROF_DELTA_SUBTRACT, discard, NULL);
+		in_close(&src);
 		if (rc < 0) {
 			types_err(in[0], types ? types_arg : NULL, rc);
 			heapprof_delta_free(d);
@@ -170,11 +233,10 @@ cli_delta(int argc, char **argv)
 		heapprof_delta_free(d);
 		goto done;
 	}
-	rc = heapprof_delta_compute(d, buf[1], len[1],
-	                            (raw ? 0 : HEAPPROF_DELTA_GZIP) |
-	                                    HEAPPROF_DELTA_SUBTRACT |
-	                                    HEAPPROF_DELTA_SAME_TYPES,
-	                            cli_out_write, &o);
+	rc = in_delta(d, &src,
+	              (raw ? 0 : HEAPPROF_DELTA_GZIP) | HEAPPROF_DELTA_SUBTRACT |
+	                      HEAPPROF_DELTA_SAME_TYPES,
+	              cli_out_write, &o);
 	heapprof_delta_free(d);
 	if (rc < 0) {
 		cli_out_abort(&o);
@@ -195,7 +257,6 @@ cli_delta(int argc, char **argv)
 	}
 	status = 0;
 done:
-	free(buf[0]);
-	free(buf[1]);
+	in_close(&src);
 	return status;
 }

@@ -48,6 +48,7 @@ enum {
 	HEAPPROF_ENOTINIT = -4014,  /* the profiler is not loaded in this process */
 	HEAPPROF_EOVERFLOW = -4015, /* a count or size overflowed */
 	HEAPPROF_ENOSUBTRACT = -4016, /* delta: no sample type to subtract */
+	HEAPPROF_ECHANGED = -4017,  /* input read again differed (read callback) */
 	/* legacy text profiles (heapprof convert) */
 	HEAPPROF_ENOTLEGACY = -4100, /* first line is not a known heap header */
 	HEAPPROF_ESAMPLE = -4101,    /* malformed legacy sample line */
@@ -290,6 +291,31 @@ HEAPPROF_API void heapprof_delta_free(heapprof_delta *d);
 HEAPPROF_API int heapprof_delta_compute(heapprof_delta *d, const void *profile,
                                         size_t len, unsigned flags,
                                         heapprof_write_fn *write, void *arg);
+
+/* A positional reader of an input: copies up to n bytes from byte offset
+ * `at` of the input into buf and returns how many (0 only at the input's
+ * end; fewer than n is fine), or a negative error code, which the call
+ * reading returns. pread(2) on a file descriptor is one. */
+typedef long(heapprof_read_fn)(void *arg, uint64_t at, void *buf, size_t n);
+
+/*! heapprof_delta_compute_read() :
+ *  heapprof_delta_compute() for a profile read through `read` (gzip'd or
+ *  not) rather than held in memory: the same output, byte for byte, while
+ *  the computer holds only the profile's mappings, locations, functions
+ *  and strings (a few percent of a heap profile) and a window of its
+ *  samples. The input is read from its start up to four times per call
+ *  (inflated each time if gzip'd: the index, the samples, then the samples
+ *  whose values changed, to write them and to keep them), so it must give
+ *  the same bytes each time: a difference that shows is HEAPPROF_ECHANGED.
+ *  An error in the last read, once the output is written, cannot leave the
+ *  stream state as it was: the computer then starts the stream over (the
+ *  next call is a first call). Any other error leaves it as it was.
+ *  @return : 0, or a negative error code. */
+HEAPPROF_API int heapprof_delta_compute_read(heapprof_delta *d,
+                                             heapprof_read_fn *read,
+                                             void *rarg, unsigned flags,
+                                             heapprof_write_fn *write,
+                                             void *warg);
 
 /*! heapprof_delta_reset() : forgets the stream (next call is a first call);
  *  keeps the memory for reuse. */

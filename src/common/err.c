@@ -47,6 +47,8 @@ heapprof_strerror(int err)
 		return "integer overflow";
 	case HEAPPROF_ENOSUBTRACT:
 		return "no sample type of the profile is one to subtract";
+	case HEAPPROF_ECHANGED:
+		return "the input changed between two reads of it";
 	case HEAPPROF_ENOTLEGACY:
 		return "not a legacy heap profile (unrecognized first line)";
 	case HEAPPROF_ESAMPLE:

@@ -12,6 +12,7 @@
 #include "pprof_dec.h"
 #include "gz.h"
 #include "pprof_inflate.h"
+#include "pprof_stream.h"
 #include "pprof_int.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -151,6 +152,7 @@ heapprof__pprof_dec_free(pprof_dec *d)
 	heapprof__pprof_release(d, &d->s_labels, d->s_labels_cap * sizeof(*d->s_labels));
 	heapprof__pprof_release(d, &d->l_lines, d->l_lines_cap * sizeof(*d->l_lines));
 	heapprof__pprof_inflate_free(d);
+	heapprof__pprof_stream_free(d);
 	heapprof__pprof_snap_free(d);
 	pb_realloc_fn *rf = d->realloc_fn;
 	void *rctx = d->realloc_ctx;
@@ -177,7 +179,7 @@ heapprof__pprof_dec_memory(const pprof_dec *d)
 	     d->l_lines_cap * sizeof(*d->l_lines);
 	b += d->snap.cap + d->snap.segcap * sizeof(pprof_seg) +
 	     d->snap.undocap * sizeof(struct pprof_undo);
-	return b + d->zbuf_cap;
+	return b + d->zbuf_cap + heapprof__pprof_stream_memory(d);
 }
 
 static void
@@ -186,6 +188,10 @@ clear_profile(pprof_dec *d)
 	d->buf = NULL;
 	d->len = 0;
 	d->was_gzip = false;
+	d->s_win = d->s_hard = NULL;
+	d->s_at = 0;
+	d->s_len = 0;
+	d->st.on = false;
 	d->ntypes = d->ncomments = d->nstrings = d->nsamples = 0;
 	d->nlocs = d->nfuncs = d->nmaps = 0;
 	d->period_type.type = d->period_type.unit = 0;
@@ -554,11 +560,39 @@ heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 		clear_profile(d);
 		return HEAPPROF_ETOOBIG;
 	}
+	d->s_win = d->buf;
+	d->s_len = d->len;
+	d->s_hard = d->buf + d->len;
 	rc = index_pass(d);
 	if (rc == 0)
 		rc = validate(d);
 	if (rc < 0) {
 		/* The record arrays hold the snapshot's records again. */
+		heapprof__pprof_snap_undo(d);
+		clear_profile(d);
+	}
+	return rc;
+}
+
+int
+heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read, void *arg)
+{
+	size_t n = 0, ns = 0;
+	clear_profile(d);
+	int rc = heapprof__pprof_stream_open(d, read, arg, &n, &ns);
+	if (rc == 0) {
+		/* The non-sample fields, indexed as a profile of their own. */
+		d->buf = d->zbuf;
+		d->len = n;
+		d->was_gzip = d->st.gzip;
+		d->st.on = true;
+		rc = index_pass(d);
+	}
+	if (rc == 0) {
+		d->nsamples += ns;
+		rc = validate(d);
+	}
+	if (rc < 0) {
 		heapprof__pprof_snap_undo(d);
 		clear_profile(d);
 	}
@@ -683,14 +717,14 @@ decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
 			if (f.wire != PB_VARINT && f.wire != PB_LEN)
 				return HEAPPROF_EWIRETYPE;
 			HP_TRY(room_locs(d, nl + (f.wire == PB_LEN ? f.len : 1)));
-			HP_TRY(read_repeated(&f, d->s_locs, &nl, d->buf + d->len));
+			HP_TRY(read_repeated(&f, d->s_locs, &nl, d->s_hard));
 			break;
 		case 2:
 			if (f.wire != PB_VARINT && f.wire != PB_LEN)
 				return HEAPPROF_EWIRETYPE;
 			HP_TRY(room_vals(d, nv + (f.wire == PB_LEN ? f.len : 1)));
 			HP_TRY(read_repeated(&f, (uint64_t *)(void *)d->s_vals,
-			                     &nv, d->buf + d->len));
+			                     &nv, d->s_hard));
 			break;
 		case 3:
 			HP_TRY(heapprof__pprof_grow(d, &d->s_labels, &d->s_labels_cap, nlab + 1,
@@ -717,7 +751,7 @@ decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
 	out->nvalues = nv;
 	out->labels = d->s_labels;
 	out->nlabels = nlab;
-	out->offset = (uint32_t)(data - d->buf);
+	out->offset = d->s_at + (uint32_t)(data - d->s_win);
 	out->len = (uint32_t)len;
 	return 0;
 }
@@ -727,6 +761,8 @@ heapprof__pprof_samples(const pprof_dec *d, pprof_sample_iter *it)
 {
 	heapprof__pb_reader_init(&it->r, d->buf + d->first_sample,
 	                         d->end_sample - d->first_sample);
+	it->started = false;
+	it->at = 0;
 }
 
 int
@@ -734,6 +770,13 @@ heapprof__pprof_sample_next(pprof_dec *d, pprof_sample_iter *it,
                             pprof_sample *out)
 {
 	pb_field f;
+	if (d->st.on) {
+		uint32_t off, len;
+		int rc = heapprof__pprof_stream_sample(d, it, &off, &len);
+		if (rc != 0)
+			return rc;
+		return decode_sample(d, heapprof__pprof_sbytes(d, off), len, out);
+	}
 	while (heapprof__pb_more(&it->r)) {
 		if (HP_LIKELY(*it->r.p == 0x12)) {
 			/* Sample tag: the index pass checked the length. */
@@ -757,6 +800,8 @@ heapprof__pprof_sample_raw_next(pprof_dec *d, pprof_sample_iter *it,
                                  uint32_t *offset, uint32_t *len)
 {
 	pb_field f;
+	if (d->st.on)
+		return heapprof__pprof_stream_sample(d, it, offset, len);
 	while (heapprof__pb_more(&it->r)) {
 		const uint8_t *p;
 		size_t n;
@@ -786,9 +831,9 @@ int
 heapprof__pprof_sample_at(pprof_dec *d, uint32_t offset, uint32_t len,
                           pprof_sample *out)
 {
-	if ((size_t)offset + len > d->len)
+	if (offset < d->s_at || (size_t)(offset - d->s_at) + len > d->s_len)
 		return HEAPPROF_ELENGTH;
-	return decode_sample(d, d->buf + offset, len, out);
+	return decode_sample(d, heapprof__pprof_sbytes(d, offset), len, out);
 }
 
 int

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compiler.h"
 #include "gz.h"
 #include "pb.h"
 
@@ -126,6 +127,33 @@ typedef struct pprof_idmap {
 	bool dense;
 } pprof_idmap;
 
+/* A positional reader (heapprof_read_fn): up to n bytes at offset `at`
+ * of the input into buf; the count (0: the end), or a negative error. */
+typedef long(pprof_read_fn)(void *arg, uint64_t at, void *buf, size_t n);
+
+/* Input read through a pprof_read_fn (pprof_stream.c), never held whole:
+ * open keeps the non-sample fields in zbuf; each sample pass reads the
+ * input again, inflating it if gzip, through a window that holds the
+ * current sample. */
+typedef struct pprof_stream {
+	pprof_read_fn *read;
+	void *arg;
+	bool on;   /* the open profile is read through `read` */
+	bool gzip; /* ... and inflated */
+	bool eof;  /* no more (inflated) input bytes */
+	bool zend; /* no more source bytes */
+	uint64_t src_at; /* next source offset */
+	/* inflated bytes [win_at, win_at + win_len) of the input, then 8
+	 * zero bytes; pos: the next field */
+	uint8_t *win;
+	size_t win_len, win_cap, pos;
+	uint32_t win_at;
+	/* source bytes read, not yet inflated: zin[zpos, zlen) */
+	uint8_t *zin;
+	size_t zpos, zlen, zcap;
+	uint64_t total; /* the input's (inflated) length, found by open */
+} pprof_stream;
+
 /* Copy of the last valid profile's mapping, location and function messages
  * (keep_records; internal, see pprof_snap.c). Their ids, lengths and
  * location addresses are the decoder's own record arrays, which still hold
@@ -201,6 +229,16 @@ typedef struct pprof_dec {
 	uint32_t *comments; /* string indexes */
 	size_t ncomments;
 
+	/* Sample bytes: offset off (pprof_sample.offset) is at
+	 * s_win + (off - s_at), valid up to s_win + s_len; reads may look
+	 * up to s_hard (the buffer's end, or the window's zero bytes). In
+	 * stream mode only the sample the last iteration step returned is
+	 * there. */
+	const uint8_t *s_win, *s_hard;
+	uint32_t s_at;
+	size_t s_len;
+	pprof_stream st;
+
 	size_t nstrings;  /* string i: heapprof__pprof_string(d, i, &len) */
 	size_t nsamples;  /* number of Sample fields */
 	pprof_rec *locs, *funcs, *maps; /* input order */
@@ -236,6 +274,8 @@ typedef struct pprof_dec {
 /* Sample iteration cursor over the top-level fields that hold samples. */
 typedef struct pprof_sample_iter {
 	pb_reader r;
+	bool started; /* stream mode: the input read again from its start */
+	uint32_t at;  /* stream mode: offset of the sample returned last + 1 */
 } pprof_sample_iter;
 
 /* Sets up an empty decoder. rf == NULL: libc. Never fails. */
@@ -279,9 +319,30 @@ int heapprof__pprof_sample_next(pprof_dec *d, pprof_sample_iter *it,
 int heapprof__pprof_sample_raw_next(pprof_dec *d, pprof_sample_iter *it,
                                     uint32_t *offset, uint32_t *len);
 /* Decodes again the sample whose body is at (offset, len) (from a previous
- * pprof_sample of the same open). */
+ * pprof_sample of the same open; in stream mode, the one the iteration
+ * returned last). */
 int heapprof__pprof_sample_at(pprof_dec *d, uint32_t offset, uint32_t len,
                               pprof_sample *out);
+
+/* Stream mode (heapprof__pprof_dec_open_read). Opens the profile that
+ * `read` gives (gzip detected), holding only its non-sample fields: the
+ * same index, checks and errors as open on the same bytes (a read error:
+ * its code). Sample iteration then reads the input again from its start
+ * at each heapprof__pprof_samples(); sample bytes are those of the sample
+ * returned last (sample_at on that one only). */
+int heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read,
+                                  void *arg);
+/* Moves the iteration to the sample at (offset, len) of this open: in
+ * stream mode by reading on (HEAPPROF_ECHANGED if the input no longer has
+ * it there: it changed between reads), in buffer mode nothing to do. */
+int heapprof__pprof_sample_seek(pprof_dec *d, pprof_sample_iter *it,
+                                uint32_t offset, uint32_t len);
+/* Sample bytes at offset off (see s_win). */
+HP_INLINE const uint8_t *
+heapprof__pprof_sbytes(const pprof_dec *d, uint32_t off)
+{
+	return d->s_win + (off - d->s_at);
+}
 
 /* Full CheckValid-equivalent: open + decode every sample. */
 int heapprof__pprof_check(pprof_dec *d, const void *data, size_t len);

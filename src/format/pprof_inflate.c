@@ -25,18 +25,14 @@ zbuf_grow(pprof_dec *d, size_t need_cap)
 	return 0;
 }
 
-int
-heapprof__pprof_inflate(pprof_dec *d, const void *in, size_t n,
-                        const uint8_t **out, size_t *out_len)
+void *
+heapprof__pprof_zstream(pprof_dec *d)
 {
 	z_stream *zs = d->zs;
-	size_t limit = d->limit;
-	if (limit >= UINT32_MAX)
-		limit = UINT32_MAX - 1;
 	if (!zs) {
 		zs = d->realloc_fn(d->realloc_ctx, NULL, 0, sizeof(*zs));
 		if (!zs)
-			return -ENOMEM;
+			return NULL;
 		memset(zs, 0, sizeof(*zs));
 		d->gza.rf = d->realloc_fn;
 		d->gza.rctx = d->realloc_ctx;
@@ -46,12 +42,25 @@ heapprof__pprof_inflate(pprof_dec *d, const void *in, size_t n,
 		/* 15 + 32: gzip or zlib, detected. */
 		if (inflateInit2(zs, 15 + 32) != Z_OK) {
 			d->realloc_fn(d->realloc_ctx, zs, sizeof(*zs), 0);
-			return -ENOMEM;
+			return NULL;
 		}
 		d->zs = zs;
 	} else if (inflateReset(zs) != Z_OK) {
-		return HEAPPROF_EGZIP;
+		return NULL;
 	}
+	return zs;
+}
+
+int
+heapprof__pprof_inflate(pprof_dec *d, const void *in, size_t n,
+                        const uint8_t **out, size_t *out_len)
+{
+	size_t limit = d->limit;
+	if (limit >= UINT32_MAX)
+		limit = UINT32_MAX - 1;
+	z_stream *zs = heapprof__pprof_zstream(d);
+	if (!zs)
+		return -ENOMEM;
 	if (d->zbuf_cap == 0) {
 		size_t c = n * 4 + 4096;
 		if (c > limit + 1)

@@ -14,6 +14,9 @@
  * truncated). *out points into the decoder until the next call. */
 int heapprof__pprof_inflate(pprof_dec *d, const void *in, size_t n,
                             const uint8_t **out, size_t *out_len);
+/* The decoder's zlib inflate stream (a z_stream), made on first use and
+ * reset for a new input; NULL if out of memory. */
+void *heapprof__pprof_zstream(pprof_dec *d);
 /* Releases the zlib stream and the buffer. */
 void heapprof__pprof_inflate_free(pprof_dec *d);
 

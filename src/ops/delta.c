@@ -250,6 +250,8 @@ emit(heapprof_delta *d)
 	size_t ns = subtracted(d, ti, si);
 	uint64_t *outv = (uint64_t *)d->outv;
 	pprof_sample s;
+	pprof_sample_iter it;
+	heapprof__pprof_samples(dec, &it);
 	for (size_t i = 0; i < d->nitems; i++) {
 		const delta_item *item = &d->items[i];
 		const int64_t *prev = d->prev + (size_t)item->kid * nn;
@@ -257,7 +259,9 @@ emit(heapprof_delta *d)
 		uint64_t nz = 0;
 		if (item->len & DELTA_ITEM_SAME)
 			continue; /* delta all 0 */
-		heapprof__delta_item_values(d, item, nt, outv);
+		/* (stream input: read on to the item's first sample) */
+		HP_TRY(heapprof__pprof_sample_seek(dec, &it, item->off, len));
+		HP_TRY(heapprof__delta_item_values(d, item, nt, outv));
 		for (size_t j = 0; j < ns; j++)
 			outv[ti[j]] -= (uint64_t)prev[si[j]];
 		for (size_t t = 0; t < nt; t++)
@@ -279,7 +283,10 @@ emit(heapprof_delta *d)
 	return 0;
 }
 
-static void
+/* The current values become the previous ones. Cannot fail on an input
+ * in memory; on a stream input a read that fails leaves prev half
+ * updated (the caller then starts the stream over). */
+static int
 commit(heapprof_delta *d)
 {
 	size_t nt = d->dec.ntypes, nn = d->npcols;
@@ -291,16 +298,23 @@ commit(heapprof_delta *d)
 		if (ti[j] + 1 > lim)
 			lim = ti[j] + 1;
 	if (!ns)
-		return;
+		return 0;
+	pprof_sample_iter it;
+	heapprof__pprof_samples(&d->dec, &it);
 	for (size_t i = 0; i < d->nitems; i++) {
 		const delta_item *item = &d->items[i];
 		if (item->len & DELTA_ITEM_SAME)
 			continue; /* values as committed last time */
-		heapprof__delta_item_values(d, item, lim, v);
+		if ((item->arow & DELTA_VALS) || (item->len & DELTA_ITEM_FIRST))
+			HP_TRY(heapprof__pprof_sample_seek(
+				&d->dec, &it, item->off,
+				item->len & DELTA_ITEM_LEN));
+		HP_TRY(heapprof__delta_item_values(d, item, lim, v));
 		int64_t *prev = d->prev + (size_t)item->kid * nn;
 		for (size_t j = 0; j < ns; j++)
 			prev[si[j]] = (int64_t)v[ti[j]];
 	}
+	return 0;
 }
 
 static int
@@ -509,15 +523,11 @@ prepare(heapprof_delta *d)
 	return heapprof__delta_key_prepare(d);
 }
 
-HP_EXPORT int
-heapprof_delta_compute(heapprof_delta *d, const void *profile, size_t len,
-                       unsigned flags, heapprof_write_fn *write, void *arg)
+/* One call after the decoder's open (rc: its result). */
+static int
+compute(heapprof_delta *d, int rc, unsigned flags, heapprof_write_fn *write,
+        void *arg)
 {
-	if (!d || !write || (!profile && len))
-		return -EINVAL;
-	d->gen++;
-	d->last_in = d->last_out = 0;
-	int rc = heapprof__pprof_dec_open(&d->dec, profile, len);
 	if (rc == 0)
 		rc = prepare(d);
 	if (rc == 0)
@@ -538,10 +548,39 @@ heapprof_delta_compute(heapprof_delta *d, const void *profile, size_t len,
 		rc = types_room(d);
 	if (rc < 0)
 		return rc;
-	commit(d);
+	rc = commit(d);
+	if (rc < 0) {
+		heapprof_delta_reset(d);
+		return rc;
+	}
 	save_types(d);
 	d->prev_time = d->dec.time_nanos;
 	d->have_prev = true;
 	d->calls++;
 	return maybe_evict(d);
+}
+
+HP_EXPORT int
+heapprof_delta_compute(heapprof_delta *d, const void *profile, size_t len,
+                       unsigned flags, heapprof_write_fn *write, void *arg)
+{
+	if (!d || !write || (!profile && len))
+		return -EINVAL;
+	d->gen++;
+	d->last_in = d->last_out = 0;
+	return compute(d, heapprof__pprof_dec_open(&d->dec, profile, len),
+	               flags, write, arg);
+}
+
+HP_EXPORT int
+heapprof_delta_compute_read(heapprof_delta *d, heapprof_read_fn *read,
+                            void *rarg, unsigned flags,
+                            heapprof_write_fn *write, void *warg)
+{
+	if (!d || !read || !write)
+		return -EINVAL;
+	d->gen++;
+	d->last_in = d->last_out = 0;
+	return compute(d, heapprof__pprof_dec_open_read(&d->dec, read, rarg),
+	               flags, write, warg);
 }

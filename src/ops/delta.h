@@ -39,7 +39,12 @@ typedef struct delta_item {
  * subtracted types and 0 for the others (delta_quick.c): its delta is all
  * 0, emit drops it and commit leaves prev as it is. */
 #define DELTA_ITEM_SAME 0x80000000u
-#define DELTA_ITEM_LEN 0x7fffffffu
+/* delta_item.len flag, stream input only: the item's row holds the sums
+ * of its later samples, not yet its first one's values (the first
+ * sample's bytes were gone when the second came); they are read again
+ * with the first sample (heapprof__delta_item_values). */
+#define DELTA_ITEM_FIRST 0x40000000u
+#define DELTA_ITEM_LEN 0x3fffffffu
 
 /* A node's window of id bytes: w0 | w1 << 32 holds up to 7 bytes, their
  * count in the top byte (0: none); skip is the node ref after them. */
@@ -240,10 +245,11 @@ void heapprof__delta_labels_forget(heapprof_delta *d);
 /* Frees what delta_key.c owns. */
 void heapprof__delta_key_free(heapprof_delta *d);
 
-/* The first n (<= ntypes) values of an item into out (delta_key.c). */
-void heapprof__delta_item_values(const heapprof_delta *d,
-                                 const delta_item *item, size_t n,
-                                 uint64_t *out);
+/* The first n (<= ntypes) values of an item into out (delta_key.c); its
+ * first sample's bytes must be at hand (stream input: the iteration at
+ * it). */
+int heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
+                                size_t n, uint64_t *out);
 
 /* Output (delta_write.c). begin resets the writer and writes the sample
  * types; sample writes one sample; finish writes the mappings, locations,

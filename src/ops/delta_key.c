@@ -358,7 +358,7 @@ bool
 heapprof__delta_label_fields(const pprof_dec *dec, const uint8_t *q,
                              const uint8_t *e, pprof_label *lb)
 {
-	const uint8_t *hard = dec->buf + dec->len;
+	const uint8_t *hard = dec->s_hard;
 	memset(lb, 0, sizeof(*lb));
 	while (q < e) {
 		uint8_t t = *q++;
@@ -390,8 +390,8 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
             uint32_t *ls, int64_t *vals, uint32_t *voff)
 {
 	const pprof_dec *dec = &d->dec;
-	const uint8_t *p = dec->buf + off, *e = p + len;
-	const uint8_t *hard = dec->buf + dec->len;
+	const uint8_t *p = heapprof__pprof_sbytes(dec, off), *e = p + len;
+	const uint8_t *hard = dec->s_hard;
 	size_t nt = dec->ntypes, nf = 0, nv = 0;
 	bool have_vals = false;
 	int nlab = 0;
@@ -440,7 +440,8 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 			if (have_vals)
 				return 0;
 			have_vals = true;
-			*voff = DELTA_VALS | (uint32_t)(q - (dec->buf + off));
+			*voff = DELTA_VALS |
+			        (uint32_t)(q - heapprof__pprof_sbytes(dec, off));
 			while (q < fe) {
 				if (nv == nt)
 					return 0;
@@ -465,21 +466,31 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 	return 1;
 }
 
-void
-heapprof__delta_item_values(const heapprof_delta *d, const delta_item *item,
+int
+heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
                             size_t n, uint64_t *out)
 {
 	if (!(item->arow & DELTA_VALS)) {
 		memcpy(out, d->acc + (size_t)item->arow * d->dec.ntypes, n * 8);
-		return;
+		if (item->len & DELTA_ITEM_FIRST) {
+			pprof_sample s;
+			HP_TRY(heapprof__pprof_sample_at(
+				&d->dec, item->off, item->len & DELTA_ITEM_LEN,
+				&s));
+			for (size_t t = 0; t < n; t++)
+				out[t] += (uint64_t)s.values[t];
+		}
+		return 0;
 	}
-	/* The packed values of a sample parse_usual took whole: the input's
-	 * end bounds the reads. */
-	const uint8_t *q = d->dec.buf + item->off + (item->arow & ~DELTA_VALS);
-	const uint8_t *hard = d->dec.buf + d->dec.len;
+	/* The packed values of a sample parse_usual took whole: the sample
+	 * bytes' end bounds the reads. */
+	const uint8_t *q = heapprof__pprof_sbytes(&d->dec, item->off) +
+	                   (item->arow & ~DELTA_VALS);
+	const uint8_t *hard = d->dec.s_hard;
 	for (size_t t = 0; t < n; t++)
 		if (rd_varint(&q, hard, &out[t]) < 0)
 			out[t] = 0; /* cannot happen */
+	return 0;
 }
 
 /* Room for a new accumulator row: *row set (its values to be filled). */
@@ -525,8 +536,14 @@ heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
 	delta_item *item = &d->items[d->kpos[kid]];
 	if (item->arow & DELTA_VALS) {
 		HP_TRY(acc_row(d, &row));
-		heapprof__delta_item_values(d, item, nt,
-		                            d->acc + (size_t)row * nt);
+		uint64_t *a = d->acc + (size_t)row * nt;
+		if (d->dec.st.on) {
+			/* The first sample is no longer at hand. */
+			memset(a, 0, nt * 8);
+			item->len |= DELTA_ITEM_FIRST;
+		} else {
+			HP_TRY(heapprof__delta_item_values(d, item, nt, a));
+		}
 		item->arow = row;
 		item->len &= ~DELTA_ITEM_SAME;
 	}

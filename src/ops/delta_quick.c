@@ -48,7 +48,7 @@ label_bytes(heapprof_delta *d, const uint8_t *q, const uint8_t *e,
             uint32_t *ls)
 {
 	const pprof_dec *dec = &d->dec;
-	const uint8_t *hard = dec->buf + dec->len;
+	const uint8_t *hard = dec->s_hard;
 	size_t m = (size_t)(e - q);
 	uint64_t w = 0;
 	delta_lbcache *c = NULL;
@@ -99,8 +99,8 @@ int
 heapprof__delta_quick(heapprof_delta *d, uint32_t off, uint32_t len)
 {
 	const pprof_dec *dec = &d->dec;
-	const uint8_t *base = dec->buf, *p = base + off, *e = p + len;
-	const uint8_t *hard = base + dec->len;
+	const uint8_t *base = heapprof__pprof_sbytes(dec, off), *p = base;
+	const uint8_t *e = p + len, *hard = dec->s_hard;
 	const uint8_t *ids = NULL, *ide = NULL, *lab = NULL, *labe = NULL;
 	const uint8_t *vs = NULL, *ve = NULL;
 	size_t nt = dec->ntypes, nv = 0;
@@ -121,7 +121,7 @@ heapprof__delta_quick(heapprof_delta *d, uint32_t off, uint32_t len)
 	if (p >= e || *p++ != 0x12 || rd_varint(&p, hard, &n) < 0 ||
 	    n > (uint64_t)(e - p))
 		return 0;
-	voff = DELTA_VALS | (uint32_t)(p - (base + off));
+	voff = DELTA_VALS | (uint32_t)(p - base);
 	vs = p;
 	ve = p += n;
 	if (p < e && *p == 0x1a) {
@@ -194,7 +194,8 @@ void
 heapprof__delta_record_bytes(heapprof_delta *d, uint32_t node, uint32_t off,
                              uint32_t len)
 {
-	const uint8_t *p = d->dec.buf + off, *e = p + len, *ids = NULL;
+	const uint8_t *p = heapprof__pprof_sbytes(&d->dec, off), *e = p + len;
+	const uint8_t *ids = NULL;
 	const uint8_t *ide = NULL;
 	if (node == 0 || d->nodes.n > d->nvb_cap)
 		return; /* (a failed call's nodes without their rows) */
@@ -228,7 +229,7 @@ heapprof__delta_record_bytes(heapprof_delta *d, uint32_t node, uint32_t off,
 	}
 	if (p != ide || node != 0)
 		return; /* cannot happen: the sample is this stack */
-	const uint8_t *hard = d->dec.buf + d->dec.len;
+	const uint8_t *hard = d->dec.s_hard;
 	size_t j = 0, total = (size_t)(ide - ids);
 	for (size_t i = 0; i < n; i++) {
 		/* Whole ids from node i on, up to 7 bytes: ids [i, j). */

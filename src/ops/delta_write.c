@@ -174,7 +174,7 @@ fast_label(heapprof_delta *d, const uint8_t *q, const uint8_t *fe,
            uint8_t *out)
 {
 	const pprof_dec *dec = &d->dec;
-	const uint8_t *hard = dec->buf + dec->len;
+	const uint8_t *hard = dec->s_hard;
 	uint64_t f[5] = {0, 0, 0, 0, 0};
 	while (q < fe) {
 		uint8_t t = *q++;
@@ -213,8 +213,8 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
                          const int64_t *values)
 {
 	pprof_dec *dec = &d->dec;
-	const uint8_t *p = dec->buf + off, *e = p + len;
-	const uint8_t *hard = dec->buf + dec->len;
+	const uint8_t *p = heapprof__pprof_sbytes(dec, off), *e = p + len;
+	const uint8_t *hard = dec->s_hard;
 	const uint8_t *ids = NULL; /* the one packed ids field */
 	size_t ids_len = 0, nids_fields = 0, lab_len = 0, nlab = 0;
 	size_t nunp = 0, unp_len = 0;

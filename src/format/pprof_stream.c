@@ -1,0 +1,331 @@
+/*
+ * pprof_stream.c: the decoder's stream input (see pprof_stream in
+ * pprof_dec.h): a profile read through a positional reader, gzip'd or
+ * not, and never held whole. Open keeps the non-sample top-level fields
+ * (header, mappings, locations, functions, strings: a few percent of a
+ * heap profile) in the decoder's zbuf, where pprof_dec.c indexes them as
+ * an in-memory profile; every sample pass reads the input again from its
+ * start through a window that holds at least the current field, and after
+ * its data 8 zero bytes (the decoders' 8-byte loads stay inside).
+ *
+ * Errors are the buffer path's for the same bytes: each field is parsed by
+ * heapprof__pb_next over the window once the window holds all of it, or
+ * all that is left of the input.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "heapprof.h"
+#include "pprof_inflate.h"
+#include "pprof_int.h"
+#include "pprof_stream.h"
+
+#define ST_CHUNK ((size_t)64 << 10) /* source bytes per read */
+#define ST_PAD 8                    /* zero bytes after the window's data */
+
+/* Input size limit: the decoder's, and offsets must fit 32 bits. */
+static size_t
+st_limit(const pprof_dec *d)
+{
+	return d->limit < UINT32_MAX - 1 ? d->limit : UINT32_MAX - 1;
+}
+
+/* Up to n source bytes at src_at into buf: *got (0: the end). */
+static int
+st_src(pprof_dec *d, uint8_t *buf, size_t n, size_t *got)
+{
+	pprof_stream *st = &d->st;
+	long r = st->read(st->arg, st->src_at, buf, n);
+	if (r < 0)
+		return r < INT_MIN ? -EIO : (int)r;
+	if ((unsigned long)r > n)
+		return -EIO; /* a reader that claims more than asked */
+	st->src_at += (uint64_t)r;
+	*got = (size_t)r;
+	return 0;
+}
+
+/* Inflates into the window's free room; sets eof at the input's end. */
+static int
+st_inflate(pprof_dec *d)
+{
+	pprof_stream *st = &d->st;
+	z_stream *zs = d->zs;
+	size_t got;
+	for (;;) {
+		if (st->zpos == st->zlen && !st->zend) {
+			HP_TRY(st_src(d, st->zin, st->zcap, &got));
+			st->zpos = 0;
+			st->zlen = got;
+			st->zend = got == 0;
+		}
+		size_t room = st->win_cap - st->win_len;
+		zs->next_in = st->zin + st->zpos;
+		zs->avail_in = (uInt)(st->zlen - st->zpos);
+		zs->next_out = st->win + st->win_len;
+		zs->avail_out = room > (1u << 30) ? (1u << 30) : (uInt)room;
+		uInt out0 = zs->avail_out, in0 = zs->avail_in;
+		int z = inflate(zs, Z_NO_FLUSH);
+		st->win_len += out0 - zs->avail_out;
+		st->zpos += in0 - zs->avail_in;
+		if (z == Z_STREAM_END) {
+			/* Another member may follow (concatenated .gz), after
+			 * zero padding. */
+			for (;;) {
+				while (st->zpos < st->zlen && st->zin[st->zpos] == 0)
+					st->zpos++;
+				if (st->zpos < st->zlen || st->zend)
+					break;
+				HP_TRY(st_src(d, st->zin, st->zcap, &got));
+				st->zpos = 0;
+				st->zlen = got;
+				st->zend = got == 0;
+			}
+			if (st->zpos == st->zlen) {
+				st->eof = true;
+				return 0;
+			}
+			if (inflateReset(zs) != Z_OK)
+				return HEAPPROF_EGZIP;
+		} else if (z == Z_MEM_ERROR) {
+			return -ENOMEM;
+		} else if (z == Z_BUF_ERROR) {
+			if (st->zend && st->zpos == st->zlen)
+				return HEAPPROF_EGZIP; /* truncated */
+		} else if (z != Z_OK) {
+			return HEAPPROF_EGZIP;
+		}
+		if (out0 != zs->avail_out || st->win_len == st->win_cap)
+			return 0;
+	}
+}
+
+/* Makes the window hold `need` bytes from pos, or all the input has left;
+ * it only grows (1.5x) when full, so it never holds more than the input
+ * gives. */
+static int
+st_fill(pprof_dec *d, uint64_t need)
+{
+	pprof_stream *st = &d->st;
+	size_t lim = st_limit(d);
+	if (st->win_len - st->pos >= need || st->eof)
+		return 0;
+	if (st->pos) {
+		memmove(st->win, st->win + st->pos, st->win_len - st->pos);
+		st->win_at += (uint32_t)st->pos;
+		st->win_len -= st->pos;
+		st->pos = 0;
+	}
+	while (st->win_len < need && !st->eof) {
+		if (st->win_len == st->win_cap) {
+			size_t c = st->win_cap + st->win_cap / 2;
+			if (c < 2 * ST_CHUNK)
+				c = 2 * ST_CHUNK;
+			if (c > lim + 2)
+				c = lim + 2; /* one byte past the limit tells */
+			if (c <= st->win_cap)
+				return HEAPPROF_ETOOBIG;
+			size_t old = st->win_cap ? st->win_cap + ST_PAD : 0;
+			uint8_t *w = d->realloc_fn(d->realloc_ctx, st->win, old,
+			                           c + ST_PAD);
+			if (!w)
+				return -ENOMEM;
+			st->win = w;
+			st->win_cap = c;
+		}
+		if (st->gzip) {
+			HP_TRY(st_inflate(d));
+		} else {
+			size_t got;
+			HP_TRY(st_src(d, st->win + st->win_len,
+			              st->win_cap - st->win_len, &got));
+			st->win_len += got;
+			st->eof = got == 0;
+		}
+		if ((uint64_t)st->win_at + st->win_len > lim)
+			return HEAPPROF_ETOOBIG;
+	}
+	memset(st->win + st->win_len, 0, ST_PAD);
+	return 0;
+}
+
+/* Starts reading the input again from its start. */
+static int
+st_rewind(pprof_dec *d)
+{
+	pprof_stream *st = &d->st;
+	st->src_at = 0;
+	st->win_at = 0;
+	st->win_len = st->pos = 0;
+	st->zpos = st->zlen = 0;
+	st->eof = st->zend = false;
+	if (!st->gzip)
+		return 0;
+	if (!st->zin) {
+		st->zin = d->realloc_fn(d->realloc_ctx, NULL, 0, ST_CHUNK);
+		if (!st->zin)
+			return -ENOMEM;
+		st->zcap = ST_CHUNK;
+	}
+	return heapprof__pprof_zstream(d) ? 0 : -ENOMEM;
+}
+
+/* The next top-level field, whole in the window from *start: 0, or 1 at
+ * the input's end. */
+static int
+st_next(pprof_dec *d, pb_field *f, size_t *start)
+{
+	pprof_stream *st = &d->st;
+	HP_TRY(st_fill(d, 24)); /* a tag and a length */
+	if (st->pos == st->win_len)
+		return 1;
+	const uint8_t *p = st->win + st->pos;
+	pb_reader r = {p, st->win + st->win_len};
+	uint64_t key, n;
+	if (heapprof__pb_read_varint(&r, &key) == 0 && (key & 7) == PB_LEN &&
+	    heapprof__pb_read_varint(&r, &n) == 0) {
+		uint64_t need = (uint64_t)(r.p - p) + n;
+		if (need > st->win_len - st->pos) {
+			/* Past the limit is either ETOOBIG or ELENGTH at
+			 * the input's end: read no further than that. */
+			uint64_t cap = (uint64_t)st_limit(d) + 2;
+			HP_TRY(st_fill(d, need < cap ? need : cap));
+		}
+	}
+	/* Whatever is wrong with it, heapprof__pb_next says as it does for
+	 * the same bytes in memory. */
+	r.p = st->win + st->pos;
+	r.end = st->win + st->win_len;
+	HP_TRY(heapprof__pb_next(&r, f));
+	*start = st->pos;
+	st->pos = (size_t)(r.p - st->win);
+	return 0;
+}
+
+int
+heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
+                            size_t *dict_len, size_t *nsamples)
+{
+	pprof_stream *st = &d->st;
+	uint8_t magic[2];
+	size_t got = 0, n = 0, ns = 0;
+	st->read = read;
+	st->arg = arg;
+	st->src_at = 0;
+	/* gzip by its first two bytes, as heapprof__gz_is_gzip. */
+	while (got < 2) {
+		size_t g;
+		HP_TRY(st_src(d, magic + got, 2 - got, &g));
+		if (g == 0)
+			break;
+		got += g;
+	}
+	if (got == 0)
+		return HEAPPROF_EEMPTY;
+	st->gzip = heapprof__gz_is_gzip(magic, got);
+	HP_TRY(st_rewind(d));
+	for (;;) {
+		pb_field f;
+		size_t start;
+		int rc = st_next(d, &f, &start);
+		if (rc == 1)
+			break;
+		HP_TRY(rc);
+		if (f.num == PPROF_SAMPLE) {
+			HP_TRY(want(&f, PB_LEN));
+			ns++;
+			continue;
+		}
+		size_t m = st->pos - start;
+		if (n + m > d->zbuf_cap) {
+			size_t c = d->zbuf_cap + d->zbuf_cap / 2;
+			if (c < n + m)
+				c = n + m < 4096 ? 4096 : n + m;
+			uint8_t *b = d->realloc_fn(d->realloc_ctx, d->zbuf,
+			                           d->zbuf_cap, c);
+			if (!b)
+				return -ENOMEM;
+			d->zbuf = b;
+			d->zbuf_cap = c;
+		}
+		memcpy(d->zbuf + n, st->win + start, m);
+		n += m;
+	}
+	st->total = (uint64_t)st->win_at + st->win_len;
+	if (st->total == 0)
+		return HEAPPROF_EEMPTY;
+	*dict_len = n;
+	*nsamples = ns;
+	return 0;
+}
+
+int
+heapprof__pprof_stream_sample(pprof_dec *d, pprof_sample_iter *it,
+                              uint32_t *off, uint32_t *len)
+{
+	pprof_stream *st = &d->st;
+	if (!it->started) {
+		HP_TRY(st_rewind(d));
+		it->started = true;
+	}
+	for (;;) {
+		pb_field f;
+		size_t start;
+		int rc = st_next(d, &f, &start);
+		if (rc != 0)
+			return rc;
+		if (f.num != PPROF_SAMPLE)
+			continue;
+		if (f.wire != PB_LEN)
+			return HEAPPROF_ECHANGED; /* open saw it as one */
+		d->s_win = st->win;
+		d->s_at = st->win_at;
+		d->s_len = st->win_len;
+		d->s_hard = st->win + st->win_len + ST_PAD;
+		*off = st->win_at + (uint32_t)(f.data - st->win);
+		*len = (uint32_t)f.len;
+		it->at = *off + 1;
+		return 0;
+	}
+}
+
+int
+heapprof__pprof_sample_seek(pprof_dec *d, pprof_sample_iter *it,
+                            uint32_t offset, uint32_t len)
+{
+	if (!d->st.on)
+		return 0;
+	for (;;) {
+		if (it->started && it->at == offset + 1)
+			return 0;
+		if (it->started && it->at > offset + 1)
+			return HEAPPROF_ECHANGED;
+		uint32_t o, l;
+		int rc = heapprof__pprof_stream_sample(d, it, &o, &l);
+		if (rc == 1)
+			return HEAPPROF_ECHANGED;
+		HP_TRY(rc);
+		if (o == offset && l != len)
+			return HEAPPROF_ECHANGED;
+	}
+}
+
+size_t
+heapprof__pprof_stream_memory(const pprof_dec *d)
+{
+	return (d->st.win_cap ? d->st.win_cap + ST_PAD : 0) + d->st.zcap;
+}
+
+void
+heapprof__pprof_stream_free(pprof_dec *d)
+{
+	pprof_stream *st = &d->st;
+	if (st->win)
+		d->realloc_fn(d->realloc_ctx, st->win, st->win_cap + ST_PAD, 0);
+	if (st->zin)
+		d->realloc_fn(d->realloc_ctx, st->zin, st->zcap, 0);
+	st->win = st->zin = NULL;
+	st->win_cap = st->zcap = 0;
+}

@@ -1,0 +1,22 @@
+/*
+ * pprof_stream.h: the decoder's stream input (pprof_stream.c), used by
+ * pprof_dec.c for heapprof__pprof_dec_open_read and sample iteration in
+ * stream mode.
+ */
+#ifndef HEAPPROF_PPROF_STREAM_H
+#define HEAPPROF_PPROF_STREAM_H
+
+#include "pprof_dec.h"
+
+/* Reads the whole input once: its non-sample fields, as they were, into
+ * d->zbuf[0, *dict_len); the number of its samples. */
+int heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
+                                size_t *dict_len, size_t *nsamples);
+/* The next sample of the pass `it` (the first call reads from the start):
+ * 0 with (off, len), its bytes in s_win; 1 at the end. */
+int heapprof__pprof_stream_sample(pprof_dec *d, pprof_sample_iter *it,
+                                  uint32_t *off, uint32_t *len);
+size_t heapprof__pprof_stream_memory(const pprof_dec *d);
+void heapprof__pprof_stream_free(pprof_dec *d);
+
+#endif
