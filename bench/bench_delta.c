@@ -1,22 +1,27 @@
 /*
  * bench_delta.c: benchmark of the delta computer (heapprof_delta_*).
  *
- *   bench_delta [-n N] [--gzip] OLD NEW
+ *   bench_delta [-n N] [--gzip] [--read] OLD NEW
  *       N (default 200) timed deltas: each iteration computes OLD then NEW
  *       on one reused computer and times the NEW call (steady state). Prints
  *       median/min per delta, MB/s of NEW's input, allocations per call
  *       (counted through the allocator hook), state bytes, output size and
- *       peak RSS of the process (inputs included).
+ *       peak RSS of the process (inputs included). --read: the inputs stay
+ *       in their files, read by heapprof_delta_compute_read through
+ *       pread(2) (the page cache, not this process, holds them).
  *   bench_delta --gen R IN OUT_BEFORE OUT_AFTER
  *       writes IN replicated R times with distinct addresses (and location
  *       ids); OUT_AFTER has the alloc_* values of every third sample raised,
  *       so the pair has a real delta.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "heapprof.h"
 #include "pb.h"
@@ -199,12 +204,51 @@ generate(int reps, const char *in, const char *out, int after)
 
 /* ------------------------------------------------------------ benchmark */
 
+/* An input: its bytes, or (--read) its file. */
+typedef struct input {
+	uint8_t *p;
+	size_t len;
+	int fd;
+} input;
+
+static long
+pread_at(void *arg, uint64_t at, void *buf, size_t n)
+{
+	ssize_t r = pread(((const input *)arg)->fd, buf, n, (off_t)at);
+	return r < 0 ? -errno : (long)r;
+}
+
+static int
+delta_of(heapprof_delta *d, input *in, unsigned flags)
+{
+	if (in->fd >= 0)
+		return heapprof_delta_compute_read(d, pread_at, in, flags,
+		                                   count_write, NULL);
+	return heapprof_delta_compute(d, in->p, in->len, flags, count_write,
+	                              NULL);
+}
+
+static int
+input_open(input *in, const char *path, int by_read)
+{
+	in->p = NULL;
+	in->fd = -1;
+	if (!by_read) {
+		in->p = slurp(path, &in->len);
+		return in->p ? 0 : -1;
+	}
+	in->fd = open(path, O_RDONLY);
+	off_t end = in->fd < 0 ? -1 : lseek(in->fd, 0, SEEK_END);
+	in->len = end < 0 ? 0 : (size_t)end;
+	return end < 0 ? -1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	int n = 200;
 	unsigned flags = 0;
-	int i = 1;
+	int i = 1, by_read = 0;
 	if (argc == 6 && !strcmp(argv[1], "--gen")) {
 		int reps = atoi(argv[2]);
 		return generate(reps, argv[3], argv[4], 0) ||
@@ -215,16 +259,23 @@ main(int argc, char **argv)
 			n = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--gzip"))
 			flags |= HEAPPROF_DELTA_GZIP;
+		else if (!strcmp(argv[i], "--read"))
+			by_read = 1;
 		else
 			break;
 	}
 	if (argc - i != 2 || n < 1) {
-		fprintf(stderr, "usage: bench_delta [-n N] [--gzip] OLD NEW\n"
+		fprintf(stderr, "usage: bench_delta [-n N] [--gzip] [--read] OLD NEW\n"
 		                "       bench_delta --gen R IN OUT_BEFORE OUT_AFTER\n");
 		return 2;
 	}
-	size_t la, lb;
-	uint8_t *a = slurp(argv[i], &la), *b = slurp(argv[i + 1], &lb);
+	input a, b;
+	if (input_open(&a, argv[i], by_read) < 0 ||
+	    input_open(&b, argv[i + 1], by_read) < 0) {
+		perror("bench_delta: input");
+		return 1;
+	}
+	size_t lb = b.len;
 	heapprof_delta_options opt = {0};
 	opt.realloc_fn = count_realloc;
 	heapprof_delta *d;
@@ -232,16 +283,16 @@ main(int argc, char **argv)
 		return 1;
 	/* warm-up: state and scratch reach their size */
 	for (int k = 0; k < 3; k++) {
-		heapprof_delta_compute(d, a, la, flags, count_write, NULL);
-		heapprof_delta_compute(d, b, lb, flags, count_write, NULL);
+		delta_of(d, &a, flags);
+		delta_of(d, &b, flags);
 	}
 	double *t = malloc(sizeof(double) * (size_t)n);
 	long allocs0 = n_allocs;
 	for (int k = 0; k < n; k++) {
-		int rc = heapprof_delta_compute(d, a, la, flags, count_write, NULL);
+		int rc = delta_of(d, &a, flags);
 		out_len = 0;
 		double t0 = now();
-		rc |= heapprof_delta_compute(d, b, lb, flags, count_write, NULL);
+		rc |= delta_of(d, &b, flags);
 		t[k] = now() - t0;
 		if (rc < 0) {
 			fprintf(stderr, "delta: %s\n", heapprof_strerror(rc));
@@ -255,18 +306,19 @@ main(int argc, char **argv)
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	double med = t[n / 2];
-	printf("input %zu B, %d deltas%s: median %.3f ms, min %.3f ms, "
+	printf("input %zu B, %d deltas%s%s: median %.3f ms, min %.3f ms, "
 	       "%.0f MB/s, %.2f allocs/call, samples %zu in / %zu out, "
 	       "output %zu B, state %.2f MB, keys %zu (%.0f B/key), "
 	       "peak RSS %.1f MB\n",
-	       lb, n, flags ? " (gzip out)" : "", med * 1e3, t[0] * 1e3,
+	       lb, n, flags ? " (gzip out)" : "",
+	       by_read ? " (read from the file)" : "", med * 1e3, t[0] * 1e3,
 	       (double)lb / med / 1e6, allocs, st.last_samples_in,
 	       st.last_samples_out, out_len, (double)st.state_bytes / 1e6,
 	       st.keys, st.keys ? (double)st.state_bytes / (double)st.keys : 0.0,
 	       (double)ru.ru_maxrss / 1024.0);
 	heapprof_delta_free(d);
 	free(t);
-	free(a);
-	free(b);
+	free(a.p);
+	free(b.p);
 	return 0;
 }
