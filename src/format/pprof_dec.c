@@ -581,8 +581,10 @@ heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read, void *arg)
 	clear_profile(d);
 	int rc = heapprof__pprof_stream_open(d, read, arg, &n, &ns);
 	if (rc == 0) {
-		/* The non-sample fields, indexed as a profile of their own. */
-		d->buf = d->zbuf;
+		/* The non-sample fields, indexed as a profile of their own
+		 * (none: an empty one, not a null pointer). */
+		static const uint8_t none[1];
+		d->buf = n ? d->zbuf : none;
 		d->len = n;
 		d->was_gzip = d->st.gzip;
 		d->st.on = true;

@@ -172,6 +172,31 @@ st_rewind(pprof_dec *d)
 	return heapprof__pprof_zstream(d) ? 0 : -ENOMEM;
 }
 
+/* The usual field at pos, at once: a one-byte tag of a length-delimited
+ * field (wire type 2, field 1-15) whose length and data the window holds
+ * (its 8 zero bytes bound the varint read). true: *f, *start set, pos
+ * past it; false: st_next decides. */
+HP_INLINE bool
+st_quick(pprof_stream *st, pb_field *f, size_t *start)
+{
+	const uint8_t *p = st->win + st->pos, *end = st->win + st->win_len;
+	uint64_t n;
+	if (HP_UNLIKELY(end - p < 2 || (*p & 7) != PB_LEN || *p < 8 ||
+	                *p >= 0x80))
+		return false;
+	const uint8_t *q = p + 1;
+	if (HP_UNLIKELY(rd_varint(&q, end + ST_PAD, &n) != 0 || q > end ||
+	                n > (uint64_t)(end - q)))
+		return false;
+	f->num = *p >> 3;
+	f->wire = PB_LEN;
+	f->data = q;
+	f->len = (size_t)n;
+	*start = st->pos;
+	st->pos = (size_t)(q + n - st->win);
+	return true;
+}
+
 /* The next top-level field, whole in the window from *start: 0, or 1 at
  * the input's end. */
 static int
@@ -181,9 +206,12 @@ st_next(pprof_dec *d, pb_field *f, size_t *start)
 	HP_TRY(st_fill(d, 24)); /* a tag and a length */
 	if (st->pos == st->win_len)
 		return 1;
+	if (st_quick(st, f, start))
+		return 0;
 	const uint8_t *p = st->win + st->pos;
-	pb_reader r = {p, st->win + st->win_len};
+	const uint8_t *end = st->win + st->win_len;
 	uint64_t key, n;
+	pb_reader r = {p, end};
 	if (heapprof__pb_read_varint(&r, &key) == 0 && (key & 7) == PB_LEN &&
 	    heapprof__pb_read_varint(&r, &n) == 0) {
 		uint64_t need = (uint64_t)(r.p - p) + n;
@@ -273,9 +301,14 @@ heapprof__pprof_stream_sample(pprof_dec *d, pprof_sample_iter *it,
 	for (;;) {
 		pb_field f;
 		size_t start;
-		int rc = st_next(d, &f, &start);
-		if (rc != 0)
-			return rc;
+		/* (st_next refills the window; the usual field does not need
+		 * it while the window holds 24 bytes more) */
+		if (HP_UNLIKELY(st->win_len - st->pos < 24 ||
+		                !st_quick(st, &f, &start))) {
+			int rc = st_next(d, &f, &start);
+			if (rc != 0)
+				return rc;
+		}
 		if (f.num != PPROF_SAMPLE)
 			continue;
 		if (f.wire != PB_LEN)
