@@ -239,7 +239,7 @@ typedef struct heapprof_delta_options {
 	 * quarter of all; a forgotten stack that comes back counts from
 	 * zero. 0: 16. */
 	unsigned max_age;
-	size_t max_input; /* inflated input limit; 0: 1 GiB */
+	size_t max_input; /* inflated input limit; 0: 1 GiB; at most 2 GiB */
 	heapprof_realloc_fn *realloc_fn; /* NULL: libc */
 	void *realloc_ctx;
 } heapprof_delta_options;

@@ -332,11 +332,11 @@ int heapprof__pprof_sample_at(pprof_dec *d, uint32_t offset, uint32_t len,
  * returned last (sample_at on that one only). */
 int heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read,
                                   void *arg);
-/* Moves the iteration to the sample at (offset, len) of this open: in
- * stream mode by reading on (HEAPPROF_ECHANGED if the input no longer has
- * it there: it changed between reads), in buffer mode nothing to do. */
+/* Moves the iteration to the sample at `offset` of this open: in stream
+ * mode by reading on (HEAPPROF_ECHANGED if the input no longer has one
+ * there: it changed between reads), in buffer mode nothing to do. */
 int heapprof__pprof_sample_seek(pprof_dec *d, pprof_sample_iter *it,
-                                uint32_t offset, uint32_t len);
+                                uint32_t offset);
 /* Sample bytes at offset off (see s_win). */
 HP_INLINE const uint8_t *
 heapprof__pprof_sbytes(const pprof_dec *d, uint32_t off)

@@ -91,8 +91,10 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	heapprof__dp_init(&d->keys, rf, d->rctx);
 	heapprof__pprof_dec_init(&d->dec, rf, d->rctx);
 	d->dec.keep_records = true;
-	if (opt->max_input)
-		d->dec.limit = opt->max_input;
+	/* Offsets leave their top bit to the item flag (delta.h). */
+	d->dec.limit = opt->max_input ? opt->max_input : d->dec.limit;
+	if (d->dec.limit > DELTA_ITEM_OFF)
+		d->dec.limit = DELTA_ITEM_OFF;
 	heapprof__pb_init(&d->w, rf, d->rctx, NULL, NULL);
 
 	const char *const *names = opt->types ? opt->types : default_types;
@@ -255,12 +257,13 @@ emit(heapprof_delta *d)
 	for (size_t i = 0; i < d->nitems; i++) {
 		const delta_item *item = &d->items[i];
 		const int64_t *prev = d->prev + (size_t)item->kid * nn;
-		uint32_t len = item->len & DELTA_ITEM_LEN;
+		uint32_t off = item->off;
 		uint64_t nz = 0;
-		if (item->len & DELTA_ITEM_SAME)
+		if (off & DELTA_ITEM_SAME)
 			continue; /* delta all 0 */
 		/* (stream input: read on to the item's first sample) */
-		HP_TRY(heapprof__pprof_sample_seek(dec, &it, item->off, len));
+		HP_TRY(heapprof__pprof_sample_seek(dec, &it, off));
+		uint32_t len = heapprof__delta_item_len(dec, off);
 		HP_TRY(heapprof__delta_item_values(d, item, nt, outv));
 		for (size_t j = 0; j < ns; j++)
 			outv[ti[j]] -= (uint64_t)prev[si[j]];
@@ -270,12 +273,11 @@ emit(heapprof_delta *d)
 			continue;
 		int rc = d->slow_only & DELTA_SLOW_NOOUT
 		                 ? 0
-		                 : heapprof__delta_out_fast(d, item->off, len,
-		                                            d->outv);
+		                 : heapprof__delta_out_fast(d, off, len, d->outv);
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {
-			HP_TRY(heapprof__pprof_sample_at(dec, item->off, len, &s));
+			HP_TRY(heapprof__pprof_sample_at(dec, off, len, &s));
 			HP_TRY(heapprof__delta_out_sample(d, &s, d->outv));
 		}
 		d->last_out++;
@@ -303,12 +305,12 @@ commit(heapprof_delta *d)
 	heapprof__pprof_samples(&d->dec, &it);
 	for (size_t i = 0; i < d->nitems; i++) {
 		const delta_item *item = &d->items[i];
-		if (item->len & DELTA_ITEM_SAME)
+		uint32_t kp = d->kpos[item->kid];
+		if (item->off & DELTA_ITEM_SAME)
 			continue; /* values as committed last time */
-		if ((item->arow & DELTA_VALS) || (item->len & DELTA_ITEM_FIRST))
-			HP_TRY(heapprof__pprof_sample_seek(
-				&d->dec, &it, item->off,
-				item->len & DELTA_ITEM_LEN));
+		if (!(kp & DELTA_KROW) || (kp & DELTA_KFIRST))
+			HP_TRY(heapprof__pprof_sample_seek(&d->dec, &it,
+			                                   item->off));
 		HP_TRY(heapprof__delta_item_values(d, item, lim, v));
 		int64_t *prev = d->prev + (size_t)item->kid * nn;
 		for (size_t j = 0; j < ns; j++)

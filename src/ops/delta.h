@@ -22,29 +22,36 @@
 /* Frame ids: by address below this, by lines with this bit. */
 #define DELTA_LFRAME 0x80000000u
 
-/* One key's samples in this call: its first sample (off, len) and its
- * values: accumulator row arow, or (arow DELTA_VALS | v: one sample in the
- * usual wire form) that sample's values, read again from the input at its
- * byte v. */
+/* One key's samples in this call: the key and the offset of its first
+ * sample in this profile. The sample's length is read again from the
+ * field header before it (heapprof__delta_item_len); its values are its
+ * key's accumulator row if kpos says so, else read again from the
+ * sample's bytes (one sample in the usual wire form). */
 typedef struct delta_item {
-	uint32_t kid;      /* key id */
-	uint32_t off, len; /* first sample with that key in this profile */
-	uint32_t arow;     /* accumulator row, or DELTA_VALS | offset */
+	uint32_t kid; /* key id */
+	uint32_t off; /* | DELTA_ITEM_SAME; inputs are under 2 GiB */
 } delta_item;
 
-#define DELTA_VALS 0x80000000u
-
-/* delta_item.len flag (a sample is shorter than 2 GiB): the sample's
- * values field is, byte for byte, its key's previous values for the
- * subtracted types and 0 for the others (delta_quick.c): its delta is all
- * 0, emit drops it and commit leaves prev as it is. */
+/* delta_item.off flag: the sample's values field is, byte for byte, its
+ * key's previous values for the subtracted types and 0 for the others
+ * (delta_quick.c): its delta is all 0, emit drops it and commit leaves
+ * prev as it is. */
 #define DELTA_ITEM_SAME 0x80000000u
-/* delta_item.len flag, stream input only: the item's row holds the sums
- * of its later samples, not yet its first one's values (the first
- * sample's bytes were gone when the second came); they are read again
- * with the first sample (heapprof__delta_item_values). */
-#define DELTA_ITEM_FIRST 0x40000000u
-#define DELTA_ITEM_LEN 0x3fffffffu
+#define DELTA_ITEM_OFF 0x7fffffffu
+
+/* kpos[k] of a key seen in this call (kgen[k] == gen): its item's index,
+ * or DELTA_KROW | its accumulator row once it has one (several samples,
+ * or a form the decoder reads). DELTA_KFIRST, stream input only: the row
+ * holds the sums of the later samples, not yet the first one's values
+ * (its bytes were gone when the second came); they are added where the
+ * first sample is read again (heapprof__delta_item_values). */
+#define DELTA_KROW 0x80000000u
+#define DELTA_KFIRST 0x40000000u
+#define DELTA_KROWS 0x3fffffffu
+
+/* Marks "not the usual form" (parse_usual, the label cache) and bounds
+ * sample lengths there. */
+#define DELTA_VALS 0x80000000u
 
 /* A node's window of id bytes: w0 | w1 << 32 holds up to 7 bytes, their
  * count in the top byte (0: none); skip is the node ref after them. */
@@ -104,7 +111,7 @@ struct heapprof_delta {
 	dp_table keys;  /* (node, label set id or DELTA_NONE) */
 	int64_t *prev;   /* keys.n x npcols: values of the previous profile */
 	uint32_t *kgen;  /* call in which each key was last seen */
-	uint32_t *kpos;  /* its item index in that call */
+	uint32_t *kpos;  /* its item or row in that call (DELTA_KROW) */
 	uint32_t *knext; /* the key that followed it in the last call */
 	size_t kcap;
 	uint32_t gen;
@@ -210,9 +217,9 @@ bool heapprof__delta_label_fields(const pprof_dec *dec, const uint8_t *q,
 /* Label set id of one label whose string indexes are valid. */
 int heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
                                  uint32_t *out);
-/* Adds one sample's values to key kid's item (voff: DELTA_VALS and the
- * offset of its values in the sample, read again later; DELTA_NONE: the
- * values are in `values` only). */
+/* Adds one sample's values to key kid's item (voff: DELTA_NONE if the
+ * values are in `values` only, else the sample has the usual form and
+ * they are read again from its bytes later). */
 int heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
                                uint32_t len, const int64_t *values,
                                uint32_t voff);
@@ -250,6 +257,9 @@ void heapprof__delta_key_free(heapprof_delta *d);
  * it). */
 int heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
                                 size_t n, uint64_t *out);
+/* The length of the sample at off, from the field header before it (a
+ * length varint after a tag whose last byte is < 0x80). */
+uint32_t heapprof__delta_item_len(const pprof_dec *dec, uint32_t off);
 
 /* Output (delta_write.c). begin resets the writer and writes the sample
  * types; sample writes one sample; finish writes the mappings, locations,

@@ -466,29 +466,56 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 	return 1;
 }
 
+uint32_t
+heapprof__delta_item_len(const pprof_dec *dec, uint32_t off)
+{
+	/* The varint ends just before the sample; its other bytes have the
+	 * top bit set, and the tag's last byte before it has not. */
+	const uint8_t *e = heapprof__pprof_sbytes(dec, off), *p = e - 1;
+	for (int k = 0; k < 9 && p[-1] >= 0x80; k++)
+		p--;
+	uint64_t len = 0;
+	for (unsigned k = 0; p + k < e; k++)
+		len |= (uint64_t)(p[k] & 0x7f) << (7 * k);
+	return (uint32_t)len;
+}
+
 int
 heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
                             size_t n, uint64_t *out)
 {
-	if (!(item->arow & DELTA_VALS)) {
-		memcpy(out, d->acc + (size_t)item->arow * d->dec.ntypes, n * 8);
-		if (item->len & DELTA_ITEM_FIRST) {
+	uint32_t kp = d->kpos[item->kid], off = item->off & DELTA_ITEM_OFF;
+	if (kp & DELTA_KROW) {
+		memcpy(out, d->acc + (size_t)(kp & DELTA_KROWS) * d->dec.ntypes,
+		       n * 8);
+		if (kp & DELTA_KFIRST) {
 			pprof_sample s;
 			HP_TRY(heapprof__pprof_sample_at(
-				&d->dec, item->off, item->len & DELTA_ITEM_LEN,
+				&d->dec, off, heapprof__delta_item_len(&d->dec, off),
 				&s));
 			for (size_t t = 0; t < n; t++)
 				out[t] += (uint64_t)s.values[t];
 		}
 		return 0;
 	}
-	/* The packed values of a sample parse_usual took whole: the sample
+	/* The one packed values field of a sample parse_usual or the quick
+	 * path took whole (one-byte tags), found by its tag; the sample
 	 * bytes' end bounds the reads. */
-	const uint8_t *q = heapprof__pprof_sbytes(&d->dec, item->off) +
-	                   (item->arow & ~DELTA_VALS);
+	const uint8_t *q = heapprof__pprof_sbytes(&d->dec, off);
+	const uint8_t *e = q + heapprof__delta_item_len(&d->dec, off);
 	const uint8_t *hard = d->dec.s_hard;
+	while (q < e) {
+		uint8_t tag = *q++;
+		uint64_t m;
+		if (rd_varint(&q, hard, &m) < 0)
+			break; /* cannot happen */
+		if (tag == 0x12)
+			break;
+		if (tag != 0x08)
+			q += m;
+	}
 	for (size_t t = 0; t < n; t++)
-		if (rd_varint(&q, hard, &out[t]) < 0)
+		if (q >= e || rd_varint(&q, hard, &out[t]) < 0)
 			out[t] = 0; /* cannot happen */
 	return 0;
 }
@@ -498,8 +525,8 @@ static int
 acc_row(heapprof_delta *d, uint32_t *row)
 {
 	size_t nt = d->dec.ntypes;
-	if (d->nacc >= DELTA_VALS)
-		return HEAPPROF_ETOOBIG; /* rows are 31 bits */
+	if (d->nacc > DELTA_KROWS)
+		return HEAPPROF_ETOOBIG; /* rows are 30 bits (kpos) */
 	if (HP_UNLIKELY((d->nacc + 1) * nt > d->acc_cap))
 		HP_TRY(heapprof__delta_grow(d, &d->acc, &d->acc_cap,
 		                            (d->nacc + 1) * nt, 8));
@@ -516,38 +543,41 @@ heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
                            uint32_t len, const int64_t *values, uint32_t voff)
 {
 	size_t nt = d->dec.ntypes;
-	uint32_t row = voff;
+	uint32_t row;
+	(void)len;
 	if (d->kgen[kid] != d->gen) {
+		uint32_t kp = (uint32_t)d->nitems;
 		if (voff == DELTA_NONE) {
 			HP_TRY(acc_row(d, &row));
 			for (size_t t = 0; t < nt; t++)
 				d->acc[(size_t)row * nt + t] = (uint64_t)values[t];
+			kp = DELTA_KROW | row;
 		}
 		/* items holds a row per sample (prepare). */
 		d->kgen[kid] = d->gen;
-		d->kpos[kid] = (uint32_t)d->nitems;
+		d->kpos[kid] = kp;
 		delta_item *item = &d->items[d->nitems++];
 		item->kid = kid;
 		item->off = off;
-		item->len = len;
-		item->arow = row;
 		return 0;
 	}
-	delta_item *item = &d->items[d->kpos[kid]];
-	if (item->arow & DELTA_VALS) {
+	uint32_t kp = d->kpos[kid];
+	if (!(kp & DELTA_KROW)) {
+		delta_item *item = &d->items[kp];
 		HP_TRY(acc_row(d, &row));
 		uint64_t *a = d->acc + (size_t)row * nt;
+		kp = DELTA_KROW | row;
 		if (d->dec.st.on) {
 			/* The first sample is no longer at hand. */
 			memset(a, 0, nt * 8);
-			item->len |= DELTA_ITEM_FIRST;
+			kp |= DELTA_KFIRST;
 		} else {
 			HP_TRY(heapprof__delta_item_values(d, item, nt, a));
 		}
-		item->arow = row;
-		item->len &= ~DELTA_ITEM_SAME;
+		item->off &= ~DELTA_ITEM_SAME;
+		d->kpos[kid] = kp;
 	}
-	uint64_t *acc = d->acc + (size_t)item->arow * nt;
+	uint64_t *acc = d->acc + (size_t)(kp & DELTA_KROWS) * nt;
 	for (size_t t = 0; t < nt; t++)
 		acc[t] += (uint64_t)values[t];
 	return 0;
@@ -561,8 +591,8 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	size_t nf;
 	uint32_t ls, kid, voff = DELTA_NONE;
 	int rc = 0;
-	if (len > DELTA_ITEM_LEN)
-		return HEAPPROF_ETOOBIG; /* item flags take the top bits */
+	if (off > DELTA_ITEM_OFF || len >= DELTA_VALS)
+		return HEAPPROF_ETOOBIG; /* item flags take the top bit */
 	if (!(d->slow_only & (DELTA_SLOW_NOKEY | DELTA_SLOW_NOPRED))) {
 		rc = heapprof__delta_quick(d, off, len);
 		if (rc != 0)

@@ -166,9 +166,7 @@ heapprof__delta_quick(heapprof_delta *d, uint32_t off, uint32_t len)
 			d->kpos[c] = (uint32_t)d->nitems;
 			delta_item *item = &d->items[d->nitems++];
 			item->kid = c;
-			item->off = off;
-			item->len = len | DELTA_ITEM_SAME;
-			item->arow = voff;
+			item->off = off | DELTA_ITEM_SAME;
 			return 1;
 		}
 	}
