@@ -323,14 +323,15 @@ take_run(pprof_dec *d, int kind, uint32_t at, pb_reader *r, bool *done)
 	return 0;
 }
 
+/* Indexes the fields of buf[from, len). */
 static int
-index_pass(pprof_dec *d)
+index_pass(pprof_dec *d, size_t from)
 {
 	pb_reader r;
 	pb_field f;
 	bool seen_time = false, done;
 	uint32_t first = UINT32_MAX, end = 0;
-	heapprof__pb_reader_init(&r, d->buf, d->len);
+	heapprof__pb_reader_init(&r, d->buf + from, d->len - from);
 	while (heapprof__pb_more(&r)) {
 		uint32_t at = (uint32_t)(r.p - d->buf);
 		HP_TRY(fnext(&r, d->buf + d->len, &f));
@@ -475,8 +476,9 @@ index_pass(pprof_dec *d)
 			return HEAPPROF_EINDEX;                                \
 	} while (0)
 
+/* What validate checks but the records. */
 static int
-validate(pprof_dec *d)
+validate_header(const pprof_dec *d)
 {
 	if (d->nstrings == 0)
 		return HEAPPROF_ESTRING0;
@@ -494,6 +496,13 @@ validate(pprof_dec *d)
 	CHECK_STR(d, d->doc_url);
 	for (size_t i = 0; i < d->ncomments; i++)
 		CHECK_STR(d, d->comments[i]);
+	return 0;
+}
+
+static int
+validate(pprof_dec *d)
+{
+	HP_TRY(validate_header(d));
 	pprof_snap *sn = &d->snap;
 	pprof_idmap *maps[3] = {&d->map_ids, &d->func_ids, &d->loc_ids};
 	/* Byte-identical records, as many strings: validated last time. */
@@ -538,6 +547,8 @@ int
 heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 {
 	clear_profile(d);
+	/* zbuf and the index are about to be this input's. */
+	d->st.dict_ok = false;
 	if (len == 0)
 		return HEAPPROF_EEMPTY;
 	int rc;
@@ -563,7 +574,7 @@ heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 	d->s_win = d->buf;
 	d->s_len = d->len;
 	d->s_hard = d->buf + d->len;
-	rc = index_pass(d);
+	rc = index_pass(d, 0);
 	if (rc == 0)
 		rc = validate(d);
 	if (rc < 0) {
@@ -571,34 +582,79 @@ heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 		heapprof__pprof_snap_undo(d);
 		clear_profile(d);
 	}
+	d->rec_gen = d->snap.gen;
+	d->rec_valid = d->snap.valid;
 	return rc;
+}
+
+/* Forgets the header scalars (and the samples) of the last open, keeping
+ * its records, strings, types and comments indexed. */
+static void
+clear_scalars(pprof_dec *d)
+{
+	d->period = d->time_nanos = d->duration_nanos = 0;
+	d->drop_frames = d->keep_frames = 0;
+	d->default_sample_type = d->doc_url = 0;
+	d->nsamples = 0;
+	d->first_sample = d->end_sample = 0;
+	d->records_same = false;
 }
 
 int
 heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read, void *arg)
 {
-	size_t n = 0, ns = 0;
-	clear_profile(d);
-	int rc = heapprof__pprof_stream_open(d, read, arg, &n, &ns);
+	size_t area = 0, n = 0, ns = 0;
+	bool same = false;
+	static const uint8_t none[1];
+	/* The stream's dictionary is the copy this mode keeps: the buffer
+	 * mode's snapshot goes, memory and all. */
+	if (d->snap.valid || d->snap.cap)
+		heapprof__pprof_snap_free(d);
+	d->st.on = false;
+	int rc = heapprof__pprof_stream_open(d, read, arg, &area, &n, &ns, &same);
 	if (rc == 0) {
 		/* The non-sample fields, indexed as a profile of their own
-		 * (none: an empty one, not a null pointer). */
-		static const uint8_t none[1];
+		 * (none: an empty one, not a null pointer). Records, strings,
+		 * types and comments the last open's: their index stays, only
+		 * the header scalars are read again. */
+		if (same)
+			clear_scalars(d);
+		else
+			clear_profile(d);
 		d->buf = n ? d->zbuf : none;
 		d->len = n;
 		d->was_gzip = d->st.gzip;
-		d->st.on = true;
-		rc = index_pass(d);
+		rc = index_pass(d, same ? area : 0);
 	}
 	if (rc == 0) {
 		d->nsamples += ns;
-		rc = validate(d);
+		rc = validate_header(d);
+	}
+	if (rc == 0 && !same) {
+		rc = idmap_build(d, &d->map_ids, d->maps, d->nmaps);
+		if (rc == 0)
+			rc = idmap_build(d, &d->func_ids, d->funcs, d->nfuncs);
+		if (rc == 0)
+			rc = idmap_build(d, &d->loc_ids, d->locs, d->nlocs);
+		if (rc == 0)
+			rc = heapprof__pprof_validate_records(d);
 	}
 	if (rc < 0) {
-		heapprof__pprof_snap_undo(d);
 		clear_profile(d);
+		d->st.dict_ok = false;
+		d->rec_gen = ++d->snap.gen;
+		d->rec_valid = false;
+		return rc;
 	}
-	return rc;
+	d->st.on = true;
+	d->st.dict_ok = true;
+	d->st.dict_len = area;
+	if (!same)
+		d->snap.gen++;
+	d->records_same = same && d->keep_records;
+	d->rec_gen = d->snap.gen;
+	d->rec_valid = d->keep_records;
+	return 0;
 }
 
 /* ------------------------------------------------------------ samples */

@@ -134,7 +134,12 @@ typedef long(pprof_read_fn)(void *arg, uint64_t at, void *buf, size_t n);
 /* Input read through a pprof_read_fn (pprof_stream.c), never held whole:
  * open keeps the non-sample fields in zbuf; each sample pass reads the
  * input again, inflating it if gzip, through a window that holds the
- * current sample. */
+ * current sample. zbuf holds two areas: every field but the header
+ * scalars, in input order (records, strings, types, comments), written in
+ * place over the last open's, so that an unchanged one is known without a
+ * second copy; then the header scalars (time, duration, period, drop and
+ * keep frames, default sample type, doc url), which change from profile to
+ * profile. */
 typedef struct pprof_stream {
 	pprof_read_fn *read;
 	void *arg;
@@ -152,6 +157,12 @@ typedef struct pprof_stream {
 	uint8_t *zin;
 	size_t zpos, zlen, zcap;
 	uint64_t total; /* the input's (inflated) length, found by open */
+	/* zbuf[0, dict_len) and the index are the last stream open's, which
+	 * succeeded (the area of all but the header scalars) */
+	bool dict_ok;
+	size_t dict_len;
+	uint8_t *hdr; /* this open's header scalars, as they were */
+	size_t hdr_len, hdr_cap;
 } pprof_stream;
 
 /* Copy of the last valid profile's mapping, location and function messages
@@ -215,6 +226,13 @@ typedef struct pprof_dec {
 	/* After open, with keep_records: true if the records were the last
 	 * valid open's (so were ids, addresses and the string count). */
 	bool records_same;
+	/* After open, with keep_records: the generation of the records the
+	 * index holds (it changes whenever records_same is false, and after
+	 * an open that failed), and whether the next open can know them
+	 * again (rec_valid). Buffer mode: the snapshot's; stream mode: the
+	 * dictionary area's. */
+	uint64_t rec_gen;
+	bool rec_valid;
 
 	/* --- the profile, valid after a successful open */
 	const uint8_t *buf; /* the decoded (inflated) protobuf */

@@ -232,16 +232,59 @@ st_next(pprof_dec *d, pb_field *f, size_t *start)
 	return 0;
 }
 
+/* Whether a top-level field is a header scalar (kept apart: it changes
+ * from profile to profile, and where it stands among the other fields
+ * does not matter). */
+HP_INLINE bool
+is_scalar(const pb_field *f)
+{
+	if (f->wire == PB_LEN)
+		return false;
+	switch (f->num) {
+	case PPROF_DROP_FRAMES:
+	case PPROF_KEEP_FRAMES:
+	case PPROF_TIME_NANOS:
+	case PPROF_DURATION_NANOS:
+	case PPROF_PERIOD:
+	case PPROF_DEFAULT_SAMPLE_TYPE:
+	case PPROF_DOC_URL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Room for `need` bytes in *buf (1.5x). */
+static int
+st_room(pprof_dec *d, uint8_t **buf, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return 0;
+	size_t c = *cap + *cap / 2;
+	if (c < need)
+		c = need < 4096 ? 4096 : need;
+	uint8_t *b = d->realloc_fn(d->realloc_ctx, *buf, *cap, c);
+	if (!b)
+		return -ENOMEM;
+	*buf = b;
+	*cap = c;
+	return 0;
+}
+
 int
 heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
-                            size_t *dict_len, size_t *nsamples)
+                            size_t *area, size_t *dict_len,
+                            size_t *nsamples, bool *same)
 {
 	pprof_stream *st = &d->st;
 	uint8_t magic[2];
 	size_t got = 0, n = 0, ns = 0;
+	/* The area so far is, byte for byte, the last open's. */
+	bool eq = st->dict_ok;
 	st->read = read;
 	st->arg = arg;
 	st->src_at = 0;
+	st->hdr_len = 0;
 	/* gzip by its first two bytes, as heapprof__gz_is_gzip. */
 	while (got < 2) {
 		size_t g;
@@ -266,25 +309,39 @@ heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
 			ns++;
 			continue;
 		}
+		const uint8_t *b = st->win + start;
 		size_t m = st->pos - start;
-		if (n + m > d->zbuf_cap) {
-			size_t c = d->zbuf_cap + d->zbuf_cap / 2;
-			if (c < n + m)
-				c = n + m < 4096 ? 4096 : n + m;
-			uint8_t *b = d->realloc_fn(d->realloc_ctx, d->zbuf,
-			                           d->zbuf_cap, c);
-			if (!b)
-				return -ENOMEM;
-			d->zbuf = b;
-			d->zbuf_cap = c;
+		if (is_scalar(&f)) {
+			HP_TRY(st_room(d, &st->hdr, &st->hdr_cap, st->hdr_len + m));
+			memcpy(st->hdr + st->hdr_len, b, m);
+			st->hdr_len += m;
+			continue;
 		}
-		memcpy(d->zbuf + n, st->win + start, m);
+		if (eq && n + m <= st->dict_len && memcmp(d->zbuf + n, b, m) == 0) {
+			n += m; /* already there */
+			continue;
+		}
+		/* From here on the area is this input's: the last open's
+		 * index no longer describes it. */
+		eq = false;
+		st->dict_ok = false;
+		HP_TRY(st_room(d, &d->zbuf, &d->zbuf_cap, n + m));
+		memcpy(d->zbuf + n, b, m);
 		n += m;
 	}
 	st->total = (uint64_t)st->win_at + st->win_len;
 	if (st->total == 0)
 		return HEAPPROF_EEMPTY;
-	*dict_len = n;
+	*same = eq && n == st->dict_len;
+	/* An area shorter than the last (a prefix of it): not the same, and
+	 * its bytes past n are about to be overwritten. */
+	if (!*same)
+		st->dict_ok = false;
+	HP_TRY(st_room(d, &d->zbuf, &d->zbuf_cap, n + st->hdr_len));
+	if (st->hdr_len)
+		memcpy(d->zbuf + n, st->hdr, st->hdr_len);
+	*area = n;
+	*dict_len = n + st->hdr_len;
 	*nsamples = ns;
 	return 0;
 }
@@ -347,7 +404,8 @@ heapprof__pprof_sample_seek(pprof_dec *d, pprof_sample_iter *it,
 size_t
 heapprof__pprof_stream_memory(const pprof_dec *d)
 {
-	return (d->st.win_cap ? d->st.win_cap + ST_PAD : 0) + d->st.zcap;
+	return (d->st.win_cap ? d->st.win_cap + ST_PAD : 0) + d->st.zcap +
+	       d->st.hdr_cap;
 }
 
 void
@@ -358,6 +416,9 @@ heapprof__pprof_stream_free(pprof_dec *d)
 		d->realloc_fn(d->realloc_ctx, st->win, st->win_cap + ST_PAD, 0);
 	if (st->zin)
 		d->realloc_fn(d->realloc_ctx, st->zin, st->zcap, 0);
-	st->win = st->zin = NULL;
-	st->win_cap = st->zcap = 0;
+	if (st->hdr)
+		d->realloc_fn(d->realloc_ctx, st->hdr, st->hdr_cap, 0);
+	st->win = st->zin = st->hdr = NULL;
+	st->win_cap = st->zcap = st->hdr_cap = 0;
+	st->dict_ok = false;
 }

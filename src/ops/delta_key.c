@@ -253,7 +253,7 @@ heapprof__delta_key_prepare(heapprof_delta *d)
 	 * are these (addresses only: lines would name strings, which the
 	 * records do not cover). Not kept if the room below fails: the
 	 * decoder's last valid profile is this one then. */
-	bool keep = d->lf_ok && dec->records_same && dec->snap.gen == d->lf_gen;
+	bool keep = d->lf_ok && dec->records_same && dec->rec_gen == d->lf_gen;
 	d->lf_ok = false;
 	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
 	                            dec->nlocs + 1, 4));
@@ -271,11 +271,11 @@ heapprof__delta_key_prepare(heapprof_delta *d)
 		if (d->nvb)
 			memset(d->nvb, 0, d->nvb_cap * sizeof(delta_nvb));
 	}
-	bool ok = dec->snap.valid;
+	bool ok = dec->rec_valid;
 	for (size_t i = 0; i < dec->nlocs && ok; i++)
 		ok = dec->loc_addr[i] != 0;
 	d->lf_ok = ok;
-	d->lf_gen = dec->snap.gen;
+	d->lf_gen = dec->rec_gen;
 	d->klast = DELTA_NONE;
 	return 0;
 }

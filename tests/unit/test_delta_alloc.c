@@ -249,6 +249,64 @@ TEST(failing_allocator_keeps_state)
 		free(in[i].p);
 }
 
+/* b with a time_nanos field appended. */
+static obuf
+with_time(obuf b, uint64_t t)
+{
+	uint8_t *p = malloc(b.len + 11);
+	memcpy(p, b.p, b.len);
+	size_t n = b.len;
+	p[n++] = 0x48; /* field 9, varint */
+	for (; t >= 0x80; t >>= 7)
+		p[n++] = (uint8_t)(t | 0x80);
+	p[n++] = (uint8_t)t;
+	free(b.p);
+	obuf o = {p, n, 0};
+	return o;
+}
+
+static long
+mem_read(void *arg, uint64_t at, void *buf, size_t n)
+{
+	const obuf *b = arg;
+	if (at >= b->len)
+		return 0;
+	if (n > b->len - at)
+		n = b->len - (size_t)at;
+	memcpy(buf, b->p + at, n);
+	return (long)n;
+}
+
+/* Read mode keeps no second copy of the dictionary, yet knows it again:
+ * a profile whose values and time changed, over the same records, finds
+ * every sample by its id bytes (the caches of the last call kept), and a
+ * changed dictionary is known as one. */
+TEST(read_mode_knows_its_dictionary_again)
+{
+	heapprof_delta *d;
+	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	obuf a = with_time(steady_profile(500, 1, 0, 0), 1700000000000000000u);
+	obuf b = with_time(steady_profile(500, 3, 0, 0), 1700000060000000000u);
+	obuf c = with_time(steady_profile(500, 3, 0, 1), 1700000120000000000u);
+	REQUIRE_OK(heapprof_delta_compute_read(d, mem_read, &a, 0, null_write,
+	                                       NULL));
+	CHECK(!d->dec.records_same);
+	uint64_t q = d->quick_hits;
+	REQUIRE_OK(heapprof_delta_compute_read(d, mem_read, &b, 0, null_write,
+	                                       NULL));
+	CHECK(d->dec.records_same);
+	CHECK_EQ(d->quick_hits - q, 500);
+	CHECK_EQ(d->dec.snap.cap, 0); /* no snapshot in read mode */
+	CHECK_EQ(d->dec.time_nanos, 1700000060000000000);
+	REQUIRE_OK(heapprof_delta_compute_read(d, mem_read, &c, 0, null_write,
+	                                       NULL));
+	CHECK(!d->dec.records_same); /* a function name changed */
+	free(a.p);
+	free(b.p);
+	free(c.p);
+	heapprof_delta_free(d);
+}
+
 int
 main(void)
 {
@@ -256,5 +314,6 @@ main(void)
 	RUN(steady_state_new_dictionary_same_stacks);
 	RUN(free_releases_everything);
 	RUN(failing_allocator_keeps_state);
+	RUN(read_mode_knows_its_dictionary_again);
 	TEST_MAIN_END();
 }
