@@ -1,0 +1,257 @@
+/*
+ * pprof_sample.c: the decoder's samples (pprof_dec.h): iteration in input
+ * order over the buffer or, in stream mode, through pprof_stream.c;
+ * decoding and validation of one sample (values per type, location ids,
+ * label strings); the full CheckValid-equivalent check.
+ */
+#include "heapprof.h"
+#include "pprof_int.h"
+#include "pprof_stream.h"
+
+/* Makes room for `need` location ids (s_locs and s_lidx share a cap). */
+static int
+room_locs(pprof_dec *d, size_t need)
+{
+	if (need <= d->s_locs_cap)
+		return 0;
+	size_t c = d->s_locs_cap, c2 = d->s_locs_cap;
+	HP_TRY(heapprof__pprof_grow(d, &d->s_locs, &c, need, sizeof(uint64_t)));
+	HP_TRY(heapprof__pprof_grow(d, &d->s_lidx, &c2, need, sizeof(uint32_t)));
+	d->s_locs_cap = c;
+	return 0;
+}
+
+static int
+room_vals(pprof_dec *d, size_t need)
+{
+	return heapprof__pprof_grow(d, &d->s_vals, &d->s_vals_cap, need, sizeof(int64_t));
+}
+
+/* Appends the varints of a packed or single field to arr[*n...]; the
+ * caller made room for *n + (f->wire == PB_LEN ? f->len : 1). */
+static int
+read_repeated(const pb_field *f, uint64_t *arr, size_t *n, const uint8_t *hard)
+{
+	if (f->wire == PB_VARINT) {
+		arr[(*n)++] = f->v;
+		return 0;
+	}
+	if (f->len == 0)
+		return 0; /* f->data may be NULL: no pointer arithmetic on it */
+	const uint8_t *p = f->data, *e = f->data + f->len;
+	uint64_t *out = arr + *n;
+	/* Varints may be decoded against the end of the whole buffer (10
+	 * bytes of slack make the fast path hit at the end of a message);
+	 * one that crosses the end of this field is then an error. */
+	while (p < e) {
+		HP_TRY(rd_varint(&p, hard, out));
+		out++;
+	}
+	if (p != e)
+		return HEAPPROF_ETRUNC;
+	*n = (size_t)(out - arr);
+	return 0;
+}
+
+static int
+parse_label(const pprof_dec *d, const pb_field *f, pprof_label *lb)
+{
+	HP_TRY(want(f, PB_LEN));
+	memset(lb, 0, sizeof(*lb));
+	if (f->len == 0)
+		return 0; /* empty label: all indexes 0; f->data may be NULL */
+	const uint8_t *p = f->data, *e = f->data + f->len;
+	while (p < e) {
+		uint8_t tag = *p;
+		uint32_t num;
+		uint64_t v;
+		if (HP_LIKELY(tag == 0x08 || tag == 0x10 || tag == 0x18 ||
+		              tag == 0x20)) {
+			p++;
+			HP_TRY(rd_varint(&p, e, &v));
+			num = tag >> 3;
+		} else {
+			pb_reader r = {p, e};
+			pb_field g;
+			HP_TRY(heapprof__pb_next(&r, &g));
+			p = r.p;
+			if (g.num < 1 || g.num > 4)
+				continue;
+			HP_TRY(want(&g, PB_VARINT));
+			num = g.num;
+			v = g.v;
+		}
+		switch (num) {
+		case 1: HP_TRY(str_idx(v, &lb->key)); break;
+		case 2: HP_TRY(str_idx(v, &lb->str)); break;
+		case 3: lb->num = (int64_t)v; break;
+		default: HP_TRY(str_idx(v, &lb->num_unit)); break;
+		}
+	}
+	if (lb->key >= d->nstrings || lb->str >= d->nstrings ||
+	    lb->num_unit >= d->nstrings)
+		return HEAPPROF_EINDEX;
+	return 0;
+}
+
+static int
+decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
+{
+	size_t nl = 0, nv = 0, nlab = 0;
+	const uint8_t *p = data, *e = data + len;
+	pb_field f;
+	while (p < e) {
+		/* Fast path: one-byte tags of fields 1-3 (all pprof writers). */
+		uint8_t tag = *p;
+		if (HP_LIKELY(tag == 0x0a || tag == 0x12 || tag == 0x1a)) {
+			uint64_t n;
+			p++;
+			HP_TRY(rd_varint(&p, e, &n));
+			if (n > (uint64_t)(e - p))
+				return HEAPPROF_ELENGTH;
+			f.num = tag >> 3;
+			f.wire = PB_LEN;
+			f.data = p;
+			f.len = (size_t)n;
+			p += n;
+		} else {
+			pb_reader r = {p, e};
+			HP_TRY(heapprof__pb_next(&r, &f));
+			p = r.p;
+		}
+		switch (f.num) {
+		case 1:
+			if (f.wire != PB_VARINT && f.wire != PB_LEN)
+				return HEAPPROF_EWIRETYPE;
+			HP_TRY(room_locs(d, nl + (f.wire == PB_LEN ? f.len : 1)));
+			HP_TRY(read_repeated(&f, d->s_locs, &nl, d->s_hard));
+			break;
+		case 2:
+			if (f.wire != PB_VARINT && f.wire != PB_LEN)
+				return HEAPPROF_EWIRETYPE;
+			HP_TRY(room_vals(d, nv + (f.wire == PB_LEN ? f.len : 1)));
+			HP_TRY(read_repeated(&f, (uint64_t *)(void *)d->s_vals,
+			                     &nv, d->s_hard));
+			break;
+		case 3:
+			HP_TRY(heapprof__pprof_grow(d, &d->s_labels, &d->s_labels_cap, nlab + 1,
+			            sizeof(pprof_label)));
+			HP_TRY(parse_label(d, &f, &d->s_labels[nlab]));
+			nlab++;
+			break;
+		default:
+			break;
+		}
+	}
+	if (nv != d->ntypes)
+		return HEAPPROF_EVALUES;
+	for (size_t i = 0; i < nl; i++) {
+		long li = idmap_find(&d->loc_ids, d->locs, d->s_locs[i]);
+		if (li < 0)
+			return HEAPPROF_EID;
+		d->s_lidx[i] = (uint32_t)li;
+	}
+	out->location_ids = d->s_locs;
+	out->location_index = d->s_lidx;
+	out->nlocations = nl;
+	out->values = d->s_vals;
+	out->nvalues = nv;
+	out->labels = d->s_labels;
+	out->nlabels = nlab;
+	out->offset = d->s_at + (uint32_t)(data - d->s_win);
+	out->len = (uint32_t)len;
+	return 0;
+}
+
+void
+heapprof__pprof_samples(const pprof_dec *d, pprof_sample_iter *it)
+{
+	heapprof__pb_reader_init(&it->r, d->buf + d->first_sample,
+	                         d->end_sample - d->first_sample);
+	it->started = false;
+	it->at = 0;
+}
+
+int
+heapprof__pprof_sample_next(pprof_dec *d, pprof_sample_iter *it,
+                            pprof_sample *out)
+{
+	pb_field f;
+	if (d->st.on) {
+		uint32_t off, len;
+		int rc = heapprof__pprof_stream_sample(d, it, &off, &len);
+		if (rc != 0)
+			return rc;
+		return decode_sample(d, heapprof__pprof_sbytes(d, off), len, out);
+	}
+	while (heapprof__pb_more(&it->r)) {
+		if (HP_LIKELY(*it->r.p == 0x12)) {
+			/* Sample tag: the index pass checked the length. */
+			const uint8_t *p = it->r.p + 1;
+			uint64_t n;
+			HP_TRY(rd_varint(&p, it->r.end, &n));
+			if (n > (uint64_t)(it->r.end - p))
+				return HEAPPROF_ELENGTH;
+			it->r.p = p + n;
+			return decode_sample(d, p, (size_t)n, out);
+		}
+		HP_TRY(heapprof__pb_next(&it->r, &f));
+		if (f.num == PPROF_SAMPLE)
+			return decode_sample(d, f.data, f.len, out);
+	}
+	return 1;
+}
+
+int
+heapprof__pprof_sample_raw_next(pprof_dec *d, pprof_sample_iter *it,
+                                 uint32_t *offset, uint32_t *len)
+{
+	pb_field f;
+	if (d->st.on)
+		return heapprof__pprof_stream_sample(d, it, offset, len);
+	while (heapprof__pb_more(&it->r)) {
+		const uint8_t *p;
+		size_t n;
+		if (HP_LIKELY(*it->r.p == 0x12)) {
+			uint64_t v;
+			p = it->r.p + 1;
+			HP_TRY(rd_varint(&p, it->r.end, &v));
+			if (v > (uint64_t)(it->r.end - p))
+				return HEAPPROF_ELENGTH;
+			n = (size_t)v;
+			it->r.p = p + n;
+		} else {
+			HP_TRY(heapprof__pb_next(&it->r, &f));
+			if (f.num != PPROF_SAMPLE)
+				continue;
+			p = f.data;
+			n = f.len;
+		}
+		*offset = (uint32_t)(p - d->buf);
+		*len = (uint32_t)n;
+		return 0;
+	}
+	return 1;
+}
+
+int
+heapprof__pprof_sample_at(pprof_dec *d, uint32_t offset, uint32_t len,
+                          pprof_sample *out)
+{
+	if (offset < d->s_at || (size_t)(offset - d->s_at) + len > d->s_len)
+		return HEAPPROF_ELENGTH;
+	return decode_sample(d, heapprof__pprof_sbytes(d, offset), len, out);
+}
+
+int
+heapprof__pprof_check(pprof_dec *d, const void *data, size_t len)
+{
+	HP_TRY(heapprof__pprof_dec_open(d, data, len));
+	pprof_sample_iter it;
+	pprof_sample s;
+	int rc;
+	heapprof__pprof_samples(d, &it);
+	while ((rc = heapprof__pprof_sample_next(d, &it, &s)) == 0)
+		;
+	return rc == 1 ? 0 : rc;
+}
