@@ -300,10 +300,13 @@ heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
 	for (;;) {
 		pb_field f;
 		size_t start;
-		int rc = st_next(d, &f, &start);
-		if (rc == 1)
-			break;
-		HP_TRY(rc);
+		if (HP_UNLIKELY(st->win_len - st->pos < 24 ||
+		                !st_quick(st, &f, &start))) {
+			int rc = st_next(d, &f, &start);
+			if (rc == 1)
+				break;
+			HP_TRY(rc);
+		}
 		if (f.num == PPROF_SAMPLE) {
 			HP_TRY(want(&f, PB_LEN));
 			ns++;
@@ -370,10 +373,14 @@ heapprof__pprof_stream_sample(pprof_dec *d, pprof_sample_iter *it,
 			continue;
 		if (f.wire != PB_LEN)
 			return HEAPPROF_ECHANGED; /* open saw it as one */
-		d->s_win = st->win;
-		d->s_at = st->win_at;
-		d->s_len = st->win_len;
-		d->s_hard = st->win + st->win_len + ST_PAD;
+		if (HP_UNLIKELY(d->s_win != st->win || d->s_len != st->win_len ||
+		                d->s_at != st->win_at)) {
+			/* the window moved or grew since the last sample */
+			d->s_win = st->win;
+			d->s_at = st->win_at;
+			d->s_len = st->win_len;
+			d->s_hard = st->win + st->win_len + ST_PAD;
+		}
 		*off = st->win_at + (uint32_t)(f.data - st->win);
 		*len = (uint32_t)f.len;
 		it->at = *off + 1;
