@@ -5,6 +5,7 @@
 # stress-failure pairs: -n 6 minus -n 2, over the 8 calls between; huge:
 # -n 2 minus -n 1, over 2 calls).
 # usage: sh bench/callgrind_delta.sh [bench_delta binary]   (repo root, after make bench)
+# BENCH_FLAGS=--read: the inputs read from their files (read mode).
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-$REPO/build/bench/bench_delta}
 FD=${HEAPPROF_CORPUS:-$REPO/../shared/corpus}/fastdelta
@@ -15,7 +16,7 @@ trap 'rm -rf "$T"' EXIT
 	"$REPO/build/bench/bench_delta" --gen 32 "$FD/big-heap.pprof" \
 		"$H/huge.before.pprof" "$H/huge.after.pprof"; }
 total() { # args of bench_delta: total instructions of the run
-	valgrind --tool=callgrind --callgrind-out-file="$T/cg" "$B" "$@" \
+	valgrind --tool=callgrind --callgrind-out-file="$T/cg" "$B" $BENCH_FLAGS "$@" \
 		>/dev/null 2>&1
 	callgrind_annotate "$T/cg" 2>/dev/null |
 		awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'

@@ -353,8 +353,14 @@ int heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read,
 /* Moves the iteration to the sample at `offset` of this open: in stream
  * mode by reading on (HEAPPROF_ECHANGED if the input no longer has one
  * there: it changed between reads), in buffer mode nothing to do. */
-int heapprof__pprof_sample_seek(pprof_dec *d, pprof_sample_iter *it,
-                                uint32_t offset);
+int heapprof__pprof_stream_seek(pprof_dec *d, pprof_sample_iter *it,
+                                 uint32_t offset);
+HP_INLINE int
+heapprof__pprof_sample_seek(pprof_dec *d, pprof_sample_iter *it,
+                            uint32_t offset)
+{
+	return d->st.on ? heapprof__pprof_stream_seek(d, it, offset) : 0;
+}
 /* Sample bytes at offset off (see s_win). */
 HP_INLINE const uint8_t *
 heapprof__pprof_sbytes(const pprof_dec *d, uint32_t off)

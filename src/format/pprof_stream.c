@@ -389,11 +389,9 @@ heapprof__pprof_stream_sample(pprof_dec *d, pprof_sample_iter *it,
 }
 
 int
-heapprof__pprof_sample_seek(pprof_dec *d, pprof_sample_iter *it,
+heapprof__pprof_stream_seek(pprof_dec *d, pprof_sample_iter *it,
                             uint32_t offset)
 {
-	if (!d->st.on)
-		return 0;
 	for (;;) {
 		if (it->started && it->at == offset + 1)
 			return 0;

@@ -259,7 +259,21 @@ int heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
                                 size_t n, uint64_t *out);
 /* The length of the sample at off, from the field header before it (a
  * length varint after a tag whose last byte is < 0x80). */
-uint32_t heapprof__delta_item_len(const pprof_dec *dec, uint32_t off);
+HP_INLINE uint32_t
+heapprof__delta_item_len(const pprof_dec *dec, uint32_t off)
+{
+	/* The varint ends just before the sample; its other bytes have the
+	 * top bit set, and the tag's last byte before it has not. */
+	const uint8_t *e = heapprof__pprof_sbytes(dec, off), *p = e - 1;
+	if (HP_LIKELY(p[-1] < 0x80))
+		return *p; /* one byte: samples under 128 bytes */
+	for (int k = 0; k < 9 && p[-1] >= 0x80; k++)
+		p--;
+	uint64_t len = 0;
+	for (unsigned k = 0; p + k < e; k++)
+		len |= (uint64_t)(p[k] & 0x7f) << (7 * k);
+	return (uint32_t)len;
+}
 
 /* Output (delta_write.c). begin resets the writer and writes the sample
  * types; sample writes one sample; finish writes the mappings, locations,

@@ -466,20 +466,6 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 	return 1;
 }
 
-uint32_t
-heapprof__delta_item_len(const pprof_dec *dec, uint32_t off)
-{
-	/* The varint ends just before the sample; its other bytes have the
-	 * top bit set, and the tag's last byte before it has not. */
-	const uint8_t *e = heapprof__pprof_sbytes(dec, off), *p = e - 1;
-	for (int k = 0; k < 9 && p[-1] >= 0x80; k++)
-		p--;
-	uint64_t len = 0;
-	for (unsigned k = 0; p + k < e; k++)
-		len |= (uint64_t)(p[k] & 0x7f) << (7 * k);
-	return (uint32_t)len;
-}
-
 int
 heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
                             size_t n, uint64_t *out)
