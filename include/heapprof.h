@@ -285,8 +285,9 @@ HEAPPROF_API void heapprof_delta_free(heapprof_delta *d);
  *      samples need are written, strings renumbered compactly;
  *    - time_nanos = current; duration_nanos = current time - previous time
  *      (first call: the input's).
- *  On error nothing of the stream state changes (the caller may retry with
- *  the next profile), but output may have been partly written.
+ *  On error the stream's values stay as they were (the caller may retry
+ *  with the next profile), but output may have been partly written, and
+ *  the stacks the failed call saw count as seen by it for max_age.
  *  @return : 0, or a negative error code. */
 HEAPPROF_API int heapprof_delta_compute(heapprof_delta *d, const void *profile,
                                         size_t len, unsigned flags,
@@ -306,10 +307,14 @@ typedef long(heapprof_read_fn)(void *arg, uint64_t at, void *buf, size_t n);
  *  samples. The input is read from its start up to four times per call
  *  (inflated each time if gzip'd: the index, the samples, then the samples
  *  whose values changed, to write them and to keep them), so it must give
- *  the same bytes each time: a difference that shows is HEAPPROF_ECHANGED.
+ *  the same bytes each time: a difference that shows (other samples, another
+ *  length, a sample of another form) is HEAPPROF_ECHANGED. Malformed input
+ *  is an error as with heapprof_delta_compute; an input with several
+ *  faults may be reported by another of them.
  *  An error in the last read, once the output is written, cannot leave the
  *  stream state as it was: the computer then starts the stream over (the
- *  next call is a first call). Any other error leaves it as it was.
+ *  next call is a first call). Any other error leaves it as an error of
+ *  heapprof_delta_compute() does.
  *  @return : 0, or a negative error code. */
 HEAPPROF_API int heapprof_delta_compute_read(heapprof_delta *d,
                                              heapprof_read_fn *read,

@@ -294,6 +294,7 @@ typedef struct pprof_sample_iter {
 	pb_reader r;
 	bool started; /* stream mode: the input read again from its start */
 	uint32_t at;  /* stream mode: offset of the sample returned last + 1 */
+	size_t n;     /* stream mode: samples returned */
 } pprof_sample_iter;
 
 /* Sets up an empty decoder. rf == NULL: libc. Never fails. */
@@ -344,10 +345,12 @@ int heapprof__pprof_sample_at(pprof_dec *d, uint32_t offset, uint32_t len,
 
 /* Stream mode (heapprof__pprof_dec_open_read). Opens the profile that
  * `read` gives (gzip detected), holding only its non-sample fields: the
- * same index, checks and errors as open on the same bytes (a read error:
- * its code). Sample iteration then reads the input again from its start
- * at each heapprof__pprof_samples(); sample bytes are those of the sample
- * returned last (sample_at on that one only). */
+ * same index and checks as open on the same bytes, and the same error for
+ * an input with one fault (see pprof_stream.c; a read error: its code).
+ * Sample iteration then reads the input again from its start at each
+ * heapprof__pprof_samples(): a pass that finds other samples than open
+ * counted, or another length, ends in HEAPPROF_ECHANGED. Sample bytes
+ * are those of the sample returned last (sample_at on that one only). */
 int heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read,
                                   void *arg);
 /* Moves the iteration to the sample at `offset` of this open: in stream

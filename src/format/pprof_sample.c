@@ -170,6 +170,7 @@ heapprof__pprof_samples(const pprof_dec *d, pprof_sample_iter *it)
 	                         d->end_sample - d->first_sample);
 	it->started = false;
 	it->at = 0;
+	it->n = 0;
 }
 
 int

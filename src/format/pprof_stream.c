@@ -8,9 +8,14 @@
  * start through a window that holds at least the current field, and after
  * its data 8 zero bytes (the decoders' 8-byte loads stay inside).
  *
- * Errors are the buffer path's for the same bytes: each field is parsed by
- * heapprof__pb_next over the window once the window holds all of it, or
- * all that is left of the input.
+ * Each field is parsed by heapprof__pb_next over the window once the
+ * window holds all of it, or all that is left of the input, so an input
+ * with one fault (a truncation, a bad field) gets the buffer path's error
+ * for it. One with several may get another of them first: the header
+ * scalars are indexed after the other fields, a sample's wire type is
+ * checked as it comes, and nothing is read past the first fault of the
+ * framing (the buffer path inflates and measures the whole input before
+ * it parses: ETOOBIG or EGZIP first).
  */
 #include <errno.h>
 #include <limits.h>
@@ -366,13 +371,23 @@ heapprof__pprof_stream_sample(pprof_dec *d, pprof_sample_iter *it,
 		if (HP_UNLIKELY(st->win_len - st->pos < 24 ||
 		                !st_quick(st, &f, &start))) {
 			int rc = st_next(d, &f, &start);
-			if (rc != 0)
+			if (rc < 0)
 				return rc;
+			/* At the end: the input open read, as long, with as
+			 * many samples (the callers size their arrays by
+			 * that count). */
+			if (rc == 1)
+				return it->n == d->nsamples &&
+				                       (uint64_t)st->win_at +
+				                                       st->win_len ==
+				                               st->total
+				               ? 1
+				               : HEAPPROF_ECHANGED;
 		}
 		if (f.num != PPROF_SAMPLE)
 			continue;
-		if (f.wire != PB_LEN)
-			return HEAPPROF_ECHANGED; /* open saw it as one */
+		if (f.wire != PB_LEN || ++it->n > d->nsamples)
+			return HEAPPROF_ECHANGED; /* not what open saw */
 		if (HP_UNLIKELY(d->s_win != st->win || d->s_len != st->win_len ||
 		                d->s_at != st->win_at)) {
 			/* the window moved or grew since the last sample */

@@ -485,24 +485,27 @@ heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
 		return 0;
 	}
 	/* The one packed values field of a sample parse_usual or the quick
-	 * path took whole (one-byte tags), found by its tag; the sample
-	 * bytes' end bounds the reads. */
+	 * path took whole (one-byte tags), found by its tag. It was that
+	 * form when the call read it first: anything else now is an input
+	 * that changed between two reads of it. */
 	const uint8_t *q = heapprof__pprof_sbytes(&d->dec, off);
 	const uint8_t *e = q + heapprof__delta_item_len(&d->dec, off);
-	const uint8_t *hard = d->dec.s_hard;
-	while (q < e) {
+	const uint8_t *hard = d->dec.s_hard, *fe = NULL;
+	while (q < e && !fe) {
 		uint8_t tag = *q++;
 		uint64_t m;
-		if (rd_varint(&q, hard, &m) < 0)
-			break; /* cannot happen */
+		if (rd_varint(&q, hard, &m) < 0 || q > e ||
+		    (tag != 0x08 && m > (uint64_t)(e - q)))
+			return HEAPPROF_ECHANGED;
 		if (tag == 0x12)
-			break;
-		if (tag != 0x08)
+			fe = q + m;
+		else if (tag != 0x08)
 			q += m;
 	}
 	for (size_t t = 0; t < n; t++)
-		if (q >= e || rd_varint(&q, hard, &out[t]) < 0)
-			out[t] = 0; /* cannot happen */
+		if (!fe || q >= fe || rd_varint(&q, hard, &out[t]) < 0 ||
+		    q > fe)
+			return HEAPPROF_ECHANGED;
 	return 0;
 }
 
@@ -539,7 +542,10 @@ heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
 				d->acc[(size_t)row * nt + t] = (uint64_t)values[t];
 			kp = DELTA_KROW | row;
 		}
-		/* items holds a row per sample (prepare). */
+		/* items holds a row per sample (prepare): more samples than
+		 * open counted is an input read again that changed. */
+		if (HP_UNLIKELY(d->nitems >= d->items_cap))
+			return HEAPPROF_ECHANGED;
 		d->kgen[kid] = d->gen;
 		d->kpos[kid] = kp;
 		delta_item *item = &d->items[d->nitems++];

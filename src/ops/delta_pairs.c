@@ -124,7 +124,8 @@ heapprof__dp_intern(dp_table *t, uint32_t a, uint32_t b, uint32_t *id)
 	if (t->n + 1 > t->nslots / 4 * 3)
 		HP_TRY(rehash(t, slots_for(t->n + 1)));
 	if (t->n == t->cap) {
-		size_t c = t->cap ? t->cap + t->cap / 2 : 64;
+		/* (a reservation of one leaves cap 1, and 1.5x of 1 is 1) */
+		size_t c = t->cap < 64 ? 64 : t->cap + t->cap / 2;
 		void *p = t->rf(t->rctx, t->pairs, t->cap * sizeof(uint64_t),
 		                c * sizeof(uint64_t));
 		if (!p)

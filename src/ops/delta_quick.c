@@ -159,6 +159,8 @@ heapprof__delta_quick(heapprof_delta *d, uint32_t off, uint32_t len)
 		                                          : 0))
 			t++;
 		if (t == nt && q == ve) {
+			if (HP_UNLIKELY(d->nitems >= d->items_cap))
+				return HEAPPROF_ECHANGED; /* see add_values */
 			d->pred_hits++;
 			d->quick_hits++;
 			link_key(d, c);

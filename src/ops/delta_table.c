@@ -176,7 +176,8 @@ heapprof__dt_intern(dt_table *t, const void *key, size_t len, uint64_t hash,
 	if (t->n >= UINT32_MAX - 1 || len >= UINT32_MAX)
 		return -ENOMEM;
 	if (t->n == t->cap) {
-		size_t c = t->cap ? t->cap + t->cap / 2 : 64;
+		/* (a reservation of one leaves cap 1, and 1.5x of 1 is 1) */
+		size_t c = t->cap < 64 ? 64 : t->cap + t->cap / 2;
 		void *p = t->rf(t->rctx, t->ents, t->cap * sizeof(dt_entry),
 		                c * sizeof(dt_entry));
 		if (!p)

@@ -385,9 +385,41 @@ TEST(dt_reserve)
 	}
 }
 
+/* A table reserved for one entry grows past it (1.5x of a capacity of 1
+ * was 1: the second pair went past the array; the delta computer reserves
+ * its frames by address for a profile's locations, one location
+ * possible). */
+TEST(grows_past_a_reservation_of_one)
+{
+	dp_table t;
+	dt_table u;
+	uint32_t id;
+	size_t bad = 0;
+	hook_reset(0);
+	heapprof__dp_init(&t, hook_realloc, NULL);
+	heapprof__dt_init(&u, hook_realloc, NULL);
+	REQUIRE_OK(heapprof__dp_reserve(&t, 1));
+	REQUIRE_OK(heapprof__dt_reserve(&u, 1, 8));
+	for (size_t i = 0; i < 200; i++) {
+		uint8_t key[8];
+		memcpy(key, &i, sizeof(key));
+		bad += dpi(&t, scramble(i), &id) != 1 || id != i || t.cap < t.n;
+		bad += heapprof__dt_intern(&u, key, sizeof(key),
+		                           heapprof__dt_hash(key, sizeof(key)),
+		                           &id) != 1 ||
+		       id != i || u.cap < u.n;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(dp_check(&t, NULL, 0) == 0 && t.n == 200);
+	heapprof__dp_free(&t);
+	heapprof__dt_free(&u);
+	CHECK_EQ(hook_live, 0);
+}
+
 int
 main(void)
 {
+	RUN(grows_past_a_reservation_of_one);
 	RUN(dp_many_pairs);
 	RUN(dp_drop_last);
 	RUN(dp_reserve_clear);
