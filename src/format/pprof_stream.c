@@ -276,6 +276,17 @@ st_room(pprof_dec *d, uint8_t **buf, size_t *cap, size_t need)
 	return 0;
 }
 
+/* The next top-level field as st_next gives it: the usual one at once
+ * while the window holds 24 bytes more (st_next would not refill it). */
+HP_INLINE int
+st_field(pprof_dec *d, pb_field *f, size_t *start)
+{
+	pprof_stream *st = &d->st;
+	if (HP_LIKELY(st->win_len - st->pos >= 24 && st_quick(st, f, start)))
+		return 0;
+	return st_next(d, f, start);
+}
+
 int
 heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
                             size_t *area, size_t *dict_len,
@@ -305,13 +316,10 @@ heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
 	for (;;) {
 		pb_field f;
 		size_t start;
-		if (HP_UNLIKELY(st->win_len - st->pos < 24 ||
-		                !st_quick(st, &f, &start))) {
-			int rc = st_next(d, &f, &start);
-			if (rc == 1)
-				break;
-			HP_TRY(rc);
-		}
+		int rc = st_field(d, &f, &start);
+		if (rc == 1)
+			break;
+		HP_TRY(rc);
 		if (f.num == PPROF_SAMPLE) {
 			HP_TRY(want(&f, PB_LEN));
 			ns++;
@@ -366,24 +374,17 @@ heapprof__pprof_stream_sample(pprof_dec *d, pprof_sample_iter *it,
 	for (;;) {
 		pb_field f;
 		size_t start;
-		/* (st_next refills the window; the usual field does not need
-		 * it while the window holds 24 bytes more) */
-		if (HP_UNLIKELY(st->win_len - st->pos < 24 ||
-		                !st_quick(st, &f, &start))) {
-			int rc = st_next(d, &f, &start);
-			if (rc < 0)
-				return rc;
-			/* At the end: the input open read, as long, with as
-			 * many samples (the callers size their arrays by
-			 * that count). */
-			if (rc == 1)
-				return it->n == d->nsamples &&
-				                       (uint64_t)st->win_at +
-				                                       st->win_len ==
-				                               st->total
-				               ? 1
-				               : HEAPPROF_ECHANGED;
-		}
+		int rc = st_field(d, &f, &start);
+		if (rc < 0)
+			return rc;
+		/* At the end: the input open read, as long, with as many
+		 * samples (the callers size their arrays by that count). */
+		if (rc == 1)
+			return it->n == d->nsamples &&
+			                       (uint64_t)st->win_at + st->win_len ==
+			                               st->total
+			               ? 1
+			               : HEAPPROF_ECHANGED;
 		if (f.num != PPROF_SAMPLE)
 			continue;
 		if (f.wire != PB_LEN || ++it->n > d->nsamples)
