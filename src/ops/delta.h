@@ -221,8 +221,7 @@ int heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
  * values are in `values` only, else the sample has the usual form and
  * they are read again from its bytes later). */
 int heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
-                               uint32_t len, const int64_t *values,
-                               uint32_t voff);
+                               const int64_t *values, uint32_t voff);
 
 /* Key kid follows the previous sample's. */
 HP_INLINE void

@@ -529,11 +529,10 @@ acc_row(heapprof_delta *d, uint32_t *row)
  * sum. */
 int
 heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
-                           uint32_t len, const int64_t *values, uint32_t voff)
+                           const int64_t *values, uint32_t voff)
 {
 	size_t nt = d->dec.ntypes;
 	uint32_t row;
-	(void)len;
 	if (d->kgen[kid] != d->gen) {
 		uint32_t kp = (uint32_t)d->nitems;
 		if (voff == DELTA_NONE) {
@@ -627,7 +626,7 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	if (voff != DELTA_NONE && d->record)
 		heapprof__delta_record_bytes(d, heapprof__dp_a(&d->keys, kid),
 		                             off, len);
-	return heapprof__delta_add_values(d, kid, off, len, vals, voff);
+	return heapprof__delta_add_values(d, kid, off, vals, voff);
 }
 
 void

@@ -183,7 +183,7 @@ heapprof__delta_quick(heapprof_delta *d, uint32_t off, uint32_t len)
 	d->pred_hits++;
 	d->quick_hits++;
 	link_key(d, c);
-	HP_TRY(heapprof__delta_add_values(d, c, off, len, vals, voff));
+	HP_TRY(heapprof__delta_add_values(d, c, off, vals, voff));
 	return 1;
 }
 
