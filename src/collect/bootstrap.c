@@ -61,16 +61,14 @@ extern void *__libc_valloc(size_t);
 extern void *__libc_pvalloc(size_t);
 
 /* Is f one of ours? Our own names may resolve to another library's
- * functions (the library loaded with dlopen after libc), so compare the
- * object f lives in with the one this code lives in. */
+ * functions (the library loaded with dlopen after libc), so compare f with
+ * the section our entry points live in (interpose.c): two compares, where
+ * dladdr() cost 1.8 M instructions at start-up (issue 15). */
 static int
 is_self(void *f)
 {
-	Dl_info mine, its;
-	if (!dladdr((void *)&heapprof__interpose_resolve, &mine) ||
-	    !dladdr(f, &its))
-		return 0;
-	return mine.dli_fbase == its.dli_fbase;
+	return (const char *)f >= __start_heapprof_entry &&
+	       (const char *)f < __stop_heapprof_entry;
 }
 
 static void *
