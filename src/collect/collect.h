@@ -65,6 +65,9 @@ extern HP_HIDDEN hp_config heapprof__cfg;
 /* The pid the library was initialised in (written once by the
  * constructor). */
 extern HP_HIDDEN long heapprof__init_pid;
+/* The process's command line, arguments separated by spaces (written once
+ * by the constructor). */
+extern HP_HIDDEN char heapprof__cmdline[512];
 
 /* 1 once the real allocator functions are resolved and the profiler may
  * sample; set by init.c with release order, read with acquire. */

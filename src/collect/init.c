@@ -15,10 +15,17 @@
  *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
  *                      tables; dwarf: file:line and inlined frames (libdw,
  *                      loaded on first use); none: addresses only
+ *   HEAPPROF_ONLY      profile only processes whose program name (the
+ *                      executable's or argv[0]'s base name) matches one
+ *                      of these comma-separated shell patterns
+ *   HEAPPROF_CHILDREN  0: profile only the process `heapprof run` started
+ *                      (HEAPPROF_MAINPID; what it execs stays profiled)
  * All are read with secure_getenv: a setuid or setgid program ignores them
  * and writes no profile unless it calls heapprof_dump_file() itself.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +43,7 @@ hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1,
                            .symbolize = 1};
 _Atomic int heapprof__ready;
 long heapprof__init_pid;
+char heapprof__cmdline[512];
 
 /* ---------------------------------------------------------------- warnings */
 
@@ -197,6 +205,84 @@ read_env(hp_config *c)
 	}
 }
 
+/* ------------------------------------------------------ which processes */
+
+/* The command line, NULs turned into spaces, cut to the buffer: named in
+ * the profile's comments, so that the files of a wrapper's processes can
+ * be told apart. */
+static void
+read_cmdline(char *buf, size_t cap)
+{
+	buf[0] = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	while (n > 0 && buf[n - 1] == 0)
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == 0 || buf[i] == '\n')
+			buf[i] = ' ';
+	buf[n] = 0;
+}
+
+static const char *
+base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* Does a name match one of the comma-separated patterns? */
+static int
+name_matches(const char *pats, const char *name)
+{
+	char pat[256];
+	while (*pats) {
+		size_t len = strcspn(pats, ",");
+		if (len && len < sizeof(pat)) {
+			memcpy(pat, pats, len);
+			pat[len] = 0;
+			if (fnmatch(pat, name, 0) == 0)
+				return 1;
+		}
+		pats += len + (pats[len] == ',');
+	}
+	return 0;
+}
+
+/* 0 if this process is not to be profiled: HEAPPROF_CHILDREN=0 in a
+ * process other than the one `heapprof run` started, or HEAPPROF_ONLY
+ * naming other programs. Such a process keeps the library (its own
+ * children may match) but samples nothing and writes nothing. */
+static int
+wanted(const char *cmdline)
+{
+	const char *v = secure_getenv("HEAPPROF_CHILDREN");
+	if (v && !strcmp(v, "0")) {
+		const char *m = secure_getenv("HEAPPROF_MAINPID");
+		long mp = m ? strtol(m, NULL, 10) : 0;
+		if (mp > 0 && mp != heapprof__init_pid)
+			return 0;
+	}
+	v = secure_getenv("HEAPPROF_ONLY");
+	if (v && *v) {
+		char exe[4096];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = 0;
+		char a0[256];
+		size_t l = strcspn(cmdline, " "); /* argv[0] */
+		snprintf(a0, sizeof(a0), "%.*s", (int)l, cmdline);
+		if (!(n > 0 && name_matches(v, base_name(exe))) &&
+		    !(*a0 && name_matches(v, base_name(a0))))
+			return 0;
+	}
+	return 1;
+}
+
 /* ---------------------------------------------------------------- fork */
 
 /*
@@ -301,6 +387,16 @@ heapprof_init(void)
 	}
 	heapprof__init_pid = (long)getpid();
 	read_env(&heapprof__cfg);
+	read_cmdline(heapprof__cmdline, sizeof(heapprof__cmdline));
+	if (!wanted(heapprof__cmdline)) {
+		/* Not this process: nothing sampled, nothing written. */
+		heapprof__cfg.rate = 0;
+		heapprof__cfg.at_exit = 0;
+		heapprof__cfg.interval = 0;
+		heapprof__cfg.signal = 0;
+		heapprof__cfg.http[0] = 0;
+		heapprof__cfg.push[0] = 0;
+	}
 
 	/* Setuid or setgid (AT_SECURE): the environment is the invoking
 	 * user's, so read_env saw none of it (secure_getenv), and nothing is

@@ -268,7 +268,10 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	         "heapprof: profiler memory: records=%zu bytes, sampled-object "
 	         "pages=%llu bytes",
 	         heapprof__arena_bytes(), (unsigned long long)mapped);
-	const char *comments[2] = {c1, c2};
+	char c3[600];
+	snprintf(c3, sizeof(c3), "heapprof: pid=%ld cmdline=%s", (long)getpid(),
+	         heapprof__cmdline);
+	const char *comments[3] = {c1, c2, c3};
 
 	heapprof_heap_profile p;
 	memset(&p, 0, sizeof(p));
@@ -295,7 +298,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 		p.symbolize_frames_arg = dwsym;
 	}
 	p.comments = comments;
-	p.ncomments = 2;
+	p.ncomments = 3;
 	unsigned flags = HEAPPROF_ENCODE_GZIP;
 	if (o->kind != HP_SNAP_FULL)
 		flags |= HEAPPROF_ENCODE_DROP_ZERO;
