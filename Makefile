@@ -57,7 +57,7 @@ $(B)/obj/%.o: %.c
 	$(CC) $(ALLCFLAGS) -c $< -o $@
 
 $(B)/libheapprof.so: $(LIB_OBJ) src/collect/exports.map
-	$(CC) -shared -Wl,-z,nodelete -Wl,--version-script=src/collect/exports.map -o $@ $(LIB_OBJ) $(LIBS)
+	$(CC) -shared -Wl,-z,nodelete -Wl,-z,now -Wl,--version-script=src/collect/exports.map -o $@ $(LIB_OBJ) $(LIBS)
 
 $(B)/libheapprof.a: $(LIB_OBJ)
 	@rm -f $@
@@ -80,7 +80,7 @@ $(B)/obj/cli/cmd_flame.o: ALLCFLAGS += -I$(B)/gen
 # Unit tests: test_collect_* link the capture modules (without interpose.o).
 # They link the capture modules that need no process-wide set-up (the test
 # defines the globals those use): no constructor, no interposed malloc.
-COLLECT_UNIT_OBJ := $(addprefix $(B)/obj/src/collect/,sampler.o range.o bucket.o arena.o stack.o)
+COLLECT_UNIT_OBJ := $(addprefix $(B)/obj/src/collect/,sampler.o range.o bucket.o arena.o stack.o unwind.o)
 $(B)/tests/test_collect_%: tests/unit/test_collect_%.c $(COLLECT_UNIT_OBJ) $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -fno-omit-frame-pointer -Itests -Isrc/collect -o $@ $^ $(LIBS)
@@ -107,6 +107,13 @@ RTEST_CC := $(wildcard tests/reliability/rprog_*.cc)
 RTEST_BIN := $(patsubst tests/reliability/%.c,$(B)/tests/%,$(RTEST_C)) \
 	$(patsubst tests/reliability/%.cc,$(B)/tests/%,$(RTEST_CC)) \
 	$(B)/tests/librchurn.so $(B)/tests/rprog_secure_linked
+# rprog_unwind: -O2 without frame pointers, so only CFI can walk it.
+$(B)/tests/rprog_unwind: tests/reliability/rprog_unwind.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -fomit-frame-pointer $(WARN) -o $@ $<
+$(B)/tests/rprog_unwindxx: tests/reliability/rprog_unwindxx.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -g -fomit-frame-pointer $(WARN) -o $@ $<
 $(B)/tests/rprog_%: tests/reliability/rprog_%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -Iinclude -o $@ $< -lpthread -ldl

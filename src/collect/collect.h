@@ -41,10 +41,12 @@ extern HP_HIDDEN __thread hp_tls heapprof__tls
 
 /* ------------------------------------------------------------ configuration */
 
+enum { HP_UNWIND_DWARF = 0, HP_UNWIND_FP = 1, HP_UNWIND_LIBUNWIND = 2 };
+
 typedef struct hp_config {
 	_Atomic int64_t rate;   /* mean bytes between samples; 0 = off */
 	int depth;              /* max frames recorded, 1..64 */
-	int unwind_fp;          /* 1: frame-pointer walker, 0: libunwind */
+	int unwind;             /* HP_UNWIND_*: which unwinder (stack.c) */
 	int text;               /* legacy text output instead of pprof */
 	int interval;           /* seconds between periodic dumps, 0 = none */
 	int signal;             /* dump signal number, 0 = none */
@@ -201,13 +203,26 @@ void heapprof__range_atfork_child(void);
 
 /* --------------------------------------------------------------- stack.c */
 
-int heapprof__stack_init(void); /* loads libunwind; 0 or -errno */
+/* Loads libunwind if HEAPPROF_UNWIND=libunwind asked for it; 0 or -errno
+ * (then the default unwinder is used). */
+int heapprof__stack_init(void);
 /* Captures up to `max` call-site addresses (return address - 1), leaf
  * first, starting at the frame that returns to `skip_to` (the interposed
  * function's return address). Returns the number of frames. */
 int heapprof__stack_capture(hp_tls *t, uintptr_t skip_to, uint64_t *out,
                             int max);
 const char *heapprof__stack_unwinder(void);
+
+/* -------------------------------------------------------------- unwind.c */
+
+/* The default unwinder (DWARF CFI): the call sites (return address - 1;
+ * the pc itself for a frame a signal interrupted) of the callers of this
+ * function, innermost first, at most `max`, from the frame that returns to
+ * `skip_to` if one of the first 16 does (else from the first). Reads of
+ * the thread's stack are bounded by [stack_lo, stack_hi), other stacks are
+ * checked page by page. No fd, no lock, no allocation; async-signal-safe. */
+int heapprof__unwind_dwarf(uint64_t *out, int max, uintptr_t skip_to,
+                           uintptr_t stack_lo, uintptr_t stack_hi);
 
 /* -------------------------------------------------------------- bucket.c */
 

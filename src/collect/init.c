@@ -9,7 +9,7 @@
  *   HEAPPROF_FORMAT    pprof (default) or text
  *   HEAPPROF_INTERVAL  seconds between periodic dumps (0 = none)
  *   HEAPPROF_SIGNAL    signal that triggers a dump (name or number)
- *   HEAPPROF_UNWIND    libunwind (default) or fp
+ *   HEAPPROF_UNWIND    dwarf (default), fp, or libunwind (opt-in only)
  *   HEAPPROF_DEPTH     frames per stack, 1..64 (64)
  *   HEAPPROF_EXIT      1 (default): dump at exit; 0: don't
  *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
@@ -128,10 +128,12 @@ read_env(hp_config *c)
 	}
 	if ((v = secure_getenv("HEAPPROF_UNWIND")) && *v) {
 		if (!strcmp(v, "fp"))
-			c->unwind_fp = 1;
-		else if (strcmp(v, "libunwind") && strcmp(v, "dwarf"))
-			warn_env("HEAPPROF_UNWIND", v, "is not libunwind or fp",
-			         "libunwind");
+			c->unwind = HP_UNWIND_FP;
+		else if (!strcmp(v, "libunwind"))
+			c->unwind = HP_UNWIND_LIBUNWIND;
+		else if (strcmp(v, "dwarf"))
+			warn_env("HEAPPROF_UNWIND", v, "is not dwarf, fp or libunwind",
+			         "dwarf");
 	}
 	if ((v = secure_getenv("HEAPPROF_FORMAT")) && *v) {
 		if (!strcmp(v, "text"))
@@ -415,9 +417,11 @@ heapprof_init(void)
 		return;
 	}
 	if (heapprof__stack_init() != 0)
-		heapprof__warn("libunwind.so.8 not found: using the frame-pointer "
-		               "unwinder (install libunwind8 for full stacks)");
-	/* Warm the unwinder up: its first use allocates and loads. */
+		heapprof__warn("HEAPPROF_UNWIND=libunwind: libunwind.so.8 not "
+		               "found; using the default (dwarf) unwinder");
+	/* Warm the unwinder up: this thread's stack bounds (pthread_getattr_np
+	 * reads /proc/self/maps for the main thread: not in a signal handler
+	 * later), and libunwind's first use, which allocates and loads. */
 	uint64_t warm[4];
 	heapprof__stack_capture(t, 0, warm, 4);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);

@@ -217,18 +217,19 @@ capture_from_child(uint64_t *out, int max, uintptr_t *ra)
 	return heapprof__stack_capture(&heapprof__tls, *ra, out, max);
 }
 
-TEST(stack_capture_both_unwinders)
+TEST(stack_capture_every_unwinder)
 {
-	for (int fp = 0; fp <= 1; fp++) {
-		heapprof__cfg.unwind_fp = fp;
-		if (!fp && heapprof__stack_init() != 0) {
-			printf("  (libunwind missing: fp only)\n");
+	static const char *const names[] = {"dwarf", "fp", "libunwind"};
+	for (int u = HP_UNWIND_DWARF; u <= HP_UNWIND_LIBUNWIND; u++) {
+		heapprof__cfg.unwind = u;
+		if (heapprof__stack_init() != 0 || heapprof__cfg.unwind != u) {
+			printf("  (libunwind missing: not tested)\n");
 			continue;
 		}
 		uint64_t out[64];
 		int n = capture_here(out, 64);
-		if (n < 2)
-			T_FAIL("%s: %d frames", fp ? "fp" : "libunwind", n);
+		if (n < 3) /* capture_here, the test, main at least */
+			T_FAIL("%s: %d frames", names[u], n);
 		/* Skipping to a known return address: the first frame is
 		 * that call site (return address - 1). */
 		uintptr_t ra;
@@ -237,7 +238,7 @@ TEST(stack_capture_both_unwinders)
 		CHECK_EQ(out[0], (uint64_t)ra - 1);
 		CHECK_EQ(capture_here(out, 1), 1);
 	}
-	heapprof__cfg.unwind_fp = 0;
+	heapprof__cfg.unwind = HP_UNWIND_DWARF;
 }
 
 int
@@ -248,6 +249,6 @@ main(void)
 	RUN(range_alloc_free_reuse);
 	RUN(range_small_objects_share_slabs);
 	RUN(buckets_by_stack_and_size);
-	RUN(stack_capture_both_unwinders);
+	RUN(stack_capture_every_unwinder);
 	TEST_MAIN_END();
 }
