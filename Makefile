@@ -101,12 +101,13 @@ $(B)/tests/prog_%: tests/integration/prog_%.cc
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lpthread
 # Reliability programs (tests/reliability/): the integration programs
 # flags plus warnings as errors; librchurn.so is what rprog_dlchurn loads;
-# rprog_secure_linked links the static library (setuid test).
+# rprog_secure_linked and rprog_numbers_linked link the static library.
 RTEST_C  := $(wildcard tests/reliability/rprog_*.c)
 RTEST_CC := $(wildcard tests/reliability/rprog_*.cc)
 RTEST_BIN := $(patsubst tests/reliability/%.c,$(B)/tests/%,$(RTEST_C)) \
 	$(patsubst tests/reliability/%.cc,$(B)/tests/%,$(RTEST_CC)) \
-	$(B)/tests/librchurn.so $(B)/tests/rprog_secure_linked
+	$(B)/tests/librchurn.so $(B)/tests/rprog_secure_linked \
+	$(B)/tests/rprog_numbers_linked
 # rprog_unwind: -O2 without frame pointers, so only CFI can walk it.
 $(B)/tests/rprog_unwind: tests/reliability/rprog_unwind.c
 	@mkdir -p $(dir $@)
@@ -126,6 +127,9 @@ $(B)/tests/librchurn.so: tests/reliability/rlib_churn.c
 $(B)/tests/rprog_secure_linked: tests/reliability/rprog_secure.c $(B)/libheapprof.a
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -o $@ $< $(B)/libheapprof.a $(LIBS)
+$(B)/tests/rprog_numbers_linked: tests/reliability/rprog_numbers.c $(B)/libheapprof.a
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -o $@ $< $(B)/libheapprof.a $(LIBS)
 tests-build: $(RTEST_BIN)
 # The long tier of tests/reliability (REL_TIER=stress): more iterations,
 # 200 kill -9s, CPython's regression suite under the profiler.

@@ -30,8 +30,9 @@
 typedef struct hp_tls {
 	int64_t left;      /* bytes until the next sample; <= weight: slow path */
 	uint32_t busy;     /* re-entrancy depth: nonzero inside the profiler */
-	uint32_t seeded;   /* rng initialised */
+	uint32_t seeded;   /* rng initialised, and `left` drawn from it */
 	uint64_t rng;      /* xorshift64* state */
+	int64_t rate;      /* the rate `left` was drawn at; 0: off, or none */
 	uintptr_t stack_lo, stack_hi; /* this thread's stack, for the fp walker */
 	uint32_t shard;    /* slot shard + 1 (range.c), 0 = not chosen yet */
 } hp_tls;
@@ -142,8 +143,18 @@ heapprof__fast(hp_tls *t, uint64_t w)
 
 /* ------------------------------------------------------------- sampler.c */
 
-/* Draws the next sampling distance (exponential, mean `rate`). */
+/* Draws the next sampling distance (exponential, mean `rate`) and notes
+ * the rate it was drawn at in t->rate. */
 int64_t heapprof__sampler_next(hp_tls *t, int64_t rate);
+/* An allocation of weight w reached the slow path (the counter is at or
+ * below w): decides whether it is a sample and sets the next distance.
+ * Returns the rate the sample was taken at (the rate of the distance that
+ * ran out), or 0: not a sample. A thread without a distance (new, or a
+ * fork child) draws its first one here and charges w against it. */
+int64_t heapprof__sampler_take(hp_tls *t, int64_t rate, uint64_t w);
+/* Forgets the thread's distance and seed (a fork child: the parent and
+ * its other children must not sample at the same offsets). */
+void heapprof__sampler_reset(hp_tls *t);
 
 /* --------------------------------------------------------------- arena.c */
 
@@ -226,14 +237,17 @@ int heapprof__unwind_dwarf(uint64_t *out, int max, uintptr_t skip_to,
 
 /* -------------------------------------------------------------- bucket.c */
 
-/* Counters of one (stack, size) pair: sampled objects and bytes, as Go's
- * memRecord. Updated with relaxed atomics by any thread; read the same way
- * by snapshots, which may see a free before its alloc: readers clamp. */
+/* Counters of one (stack, size, rate) triple: sampled objects and bytes,
+ * as Go's memRecord. The rate is the one the objects were sampled at, so
+ * a later heapprof_set_sample_rate() leaves them as they were. Updated
+ * with relaxed atomics by any thread; read the same way by snapshots,
+ * which may see a free before its alloc: readers clamp. */
 typedef struct hp_bucket {
 	struct hp_bucket *next;     /* hash chain (release-published) */
 	struct hp_bucket *all_next; /* list of every bucket (ditto) */
 	uint64_t hash;
 	size_t size;
+	int64_t rate;               /* sampled at this mean distance, >= 1 */
 	_Atomic int64_t alloc_objects, alloc_bytes, free_objects, free_bytes;
 	uint32_t id;    /* 0, 1, 2, ... in order of creation */
 	uint32_t depth;
@@ -242,7 +256,8 @@ typedef struct hp_bucket {
 
 int heapprof__bucket_init(void);
 /* Finds or creates the bucket; NULL if the profiler's memory is exhausted. */
-hp_bucket *heapprof__bucket_get(const uint64_t *stack, int depth, size_t size);
+hp_bucket *heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
+                                int64_t rate);
 /* The most recently created bucket; older ones follow via all_next. */
 hp_bucket *heapprof__bucket_list(void);
 uint64_t heapprof__bucket_count(void);

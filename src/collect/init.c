@@ -50,6 +50,25 @@ char heapprof__cmdline[512];
 #define NWARN 32
 static const char *_Atomic warned[NWARN]; /* messages already printed */
 
+/* "heapprof[PID]: msg" on stderr with one write(2). errno is preserved:
+ * the warning paths sit between a failing call and the code that reads
+ * its errno, or inside free(), which must not change errno; a write to a
+ * closed or full stderr (EBADF, ENOSPC, EPIPE) would otherwise leak out. */
+static void
+say(const char *msg)
+{
+	int saved = errno;
+	char buf[700];
+	int n = snprintf(buf, sizeof(buf), "heapprof[%ld]: %s\n", (long)getpid(),
+	                 msg);
+	if (n > 0) {
+		ssize_t w = write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n
+		                                                  : sizeof(buf) - 1);
+		(void)w;
+	}
+	errno = saved;
+}
+
 void
 heapprof__warn(const char *msg)
 {
@@ -65,14 +84,7 @@ heapprof__warn(const char *msg)
 				return;
 		}
 	}
-	char buf[512];
-	int n = snprintf(buf, sizeof(buf), "heapprof[%ld]: %s\n", (long)getpid(),
-	                 msg);
-	if (n > 0) {
-		ssize_t w = write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n
-		                                                  : sizeof(buf) - 1);
-		(void)w;
-	}
+	say(msg);
 }
 
 /* A warning whose text is built at run time: printed as is (callers make
@@ -80,14 +92,7 @@ heapprof__warn(const char *msg)
 void
 heapprof__warn_dup(const char *msg)
 {
-	char buf[700];
-	int n = snprintf(buf, sizeof(buf), "heapprof[%ld]: %s\n", (long)getpid(),
-	                 msg);
-	if (n > 0) {
-		ssize_t w = write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n
-		                                                  : sizeof(buf) - 1);
-		(void)w;
-	}
+	say(msg);
 }
 
 /* Warnings about the environment name the variable, so they are built
@@ -97,14 +102,7 @@ warn_env(const char *var, const char *val, const char *why, const char *dflt)
 {
 	char buf[400];
 	snprintf(buf, sizeof(buf), "%s='%.100s' %s; using %s", var, val, why, dflt);
-	char bufnl[420];
-	int n = snprintf(bufnl, sizeof(bufnl), "heapprof[%ld]: %s\n",
-	                 (long)getpid(), buf);
-	if (n > 0) {
-		ssize_t w = write(2, bufnl, (size_t)n < sizeof(bufnl) ? (size_t)n
-		                                                      : sizeof(bufnl) - 1);
-		(void)w;
-	}
+	say(buf);
 }
 
 /* ------------------------------------------------------------------ options */
@@ -345,6 +343,9 @@ atfork_parent(void)
 static void
 atfork_child(void)
 {
+	/* A new seed and a new distance: otherwise the parent and each of
+	 * its children (prefork workers) would sample at the same offsets. */
+	heapprof__sampler_reset(&heapprof__tls);
 	heapprof__range_atfork_child();
 	heapprof__arena_atfork_child();
 	heapprof__bucket_atfork_child();
@@ -428,7 +429,9 @@ heapprof_init(void)
 	if (heapprof__cfg.at_exit)
 		atexit(exit_dump);
 	heapprof__serve_start();
-	t->left = 0;
+	/* No distance yet: the first allocation after this draws one and
+	 * is charged against it (sampler.c), as in every new thread. */
+	heapprof__sampler_reset(t);
 	atomic_store_explicit(&heapprof__ready, 1, memory_order_release);
 	t->busy--;
 }

@@ -204,6 +204,7 @@ collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
 		r->stack = b->stack;
 		r->depth = b->depth;
 		r->object_size = (int64_t)b->size;
+		r->rate = b->rate; /* its own, not today's: see bucket.c */
 		n++;
 	}
 	/* Oldest bucket first: a stable order across dumps. */
@@ -277,6 +278,8 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	memset(&p, 0, sizeof(p));
 	p.records = recs;
 	p.nrecords = n;
+	/* The period: the rate now. Each record is unsampled with its own
+	 * (r->rate), so changing the rate never rescales what is recorded. */
 	p.rate = atomic_load(&heapprof__cfg.rate);
 	p.time_nanos = now;
 	if (o->base && (o->kind == HP_SNAP_DELTA || o->kind == HP_SNAP_DELTA_ALLOC))
