@@ -106,7 +106,8 @@ RTEST_C  := $(wildcard tests/reliability/rprog_*.c)
 RTEST_CC := $(wildcard tests/reliability/rprog_*.cc)
 RTEST_BIN := $(patsubst tests/reliability/%.c,$(B)/tests/%,$(RTEST_C)) \
 	$(patsubst tests/reliability/%.cc,$(B)/tests/%,$(RTEST_CC)) \
-	$(B)/tests/librchurn.so $(B)/tests/rprog_secure_linked
+	$(B)/tests/librchurn.so $(B)/tests/rprog_secure_linked \
+	$(B)/tests/rprog_range_linked $(B)/tests/rprog_sigexit_linked
 $(B)/tests/rprog_%: tests/reliability/rprog_%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -Iinclude -o $@ $< -lpthread -ldl
@@ -119,6 +120,10 @@ $(B)/tests/librchurn.so: tests/reliability/rlib_churn.c
 $(B)/tests/rprog_secure_linked: tests/reliability/rprog_secure.c $(B)/libheapprof.a
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -o $@ $< $(B)/libheapprof.a $(LIBS)
+# rprog_*_linked: the same program with the static library linked in.
+$(B)/tests/rprog_%_linked: tests/reliability/rprog_%.c $(B)/libheapprof.a
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -Iinclude -o $@ $< $(B)/libheapprof.a $(LIBS)
 tests-build: $(RTEST_BIN)
 # The long tier of tests/reliability (REL_TIER=stress): more iterations,
 # 200 kill -9s, CPython's regression suite under the profiler.

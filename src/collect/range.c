@@ -84,6 +84,7 @@ typedef struct extent {
 	uintptr_t start;
 	size_t len;
 	struct extent *next;
+	bool hole;  /* unmapped (under a limit), else PROT_NONE */
 } extent;
 static extent *extents;    /* free exact runs, by address (lock) */
 static extent *spare;      /* unused nodes (lock) */
@@ -113,11 +114,14 @@ span_get(void)
 	return atomic_load_explicit(&heapprof__range_span, memory_order_relaxed);
 }
 
+/* Is the address space limited (ulimit -v)? A limit of a TiB or more
+ * counts as none. */
 static bool
 limited(void)
 {
 	struct rlimit rl;
-	return getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY;
+	return getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	       rl.rlim_cur < ((rlim_t)1 << 40);
 }
 
 int
@@ -269,8 +273,27 @@ exact_get(size_t len)
 		return frontier(len);
 	extent *x = *best;
 	uintptr_t r = x->start;
-	if (mprotect((void *)r, len, PROT_READ | PROT_WRITE) != 0)
+	if (x->hole) {
+		void *p = mmap((void *)r, len, PROT_READ | PROT_WRITE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+		               -1, 0);
+		if (p == MAP_FAILED && errno == EEXIST) {
+			/* Something else was mapped into the hole: never
+			 * reuse it (see exact_put). */
+			*best = x->next;
+			x->next = spare;
+			spare = x;
+			return 0;
+		}
+		if (p == MAP_FAILED)
+			return 0;
+		if ((uintptr_t)p != r) {
+			munmap(p, len);
+			return 0;
+		}
+	} else if (mprotect((void *)r, len, PROT_READ | PROT_WRITE) != 0) {
 		return 0;
+	}
 	if (x->len == len) {
 		*best = x->next;
 		x->next = spare;
@@ -282,11 +305,31 @@ exact_get(size_t len)
 	return r;
 }
 
-/* Gives an exact run back: coalesced with free neighbours, and with the
- * frontier if it reaches it. Called with lock held. */
+static void
+unlink_extent(extent *x)
+{
+	extent **pp = &extents;
+	while (*pp != x)
+		pp = &(*pp)->next;
+	*pp = x->next;
+	x->next = spare;
+	spare = x;
+}
+
+/* Gives an exact run back: coalesced with free neighbours of its kind,
+ * and with the frontier if it reaches it. Called with lock held.
+ *
+ * Under an address-space limit a free run (but one at base: the range
+ * keeps its first page) is unmapped (a hole), so that it does not count against the limit. A
+ * hole inside [base, base + span) is safe from the kernel's own placement:
+ * mmap places top-down from below the stack, and a process under a limit
+ * of less than a TiB cannot reach the middle of the gap where the range
+ * lives. Only a program that maps at a chosen address could land there;
+ * the hole is then never reused. */
 static void
 exact_put(uintptr_t r, size_t len)
 {
+	bool hole = limited() && r > heapprof__range_base;
 	extent **e = &extents, *prev = NULL;
 	while (*e && (*e)->start < r) {
 		prev = *e;
@@ -294,28 +337,38 @@ exact_put(uintptr_t r, size_t len)
 	}
 	extent *next = *e;
 	uintptr_t s = r, end = r + len;
-	bool join_prev = prev && prev->start + prev->len == r;
-	bool join_next = next && next->start == end;
+	bool join_prev = prev && prev->hole == hole &&
+	                 prev->start + prev->len == r;
+	bool join_next = next && next->hole == hole && next->start == end;
 	if (join_prev)
 		s = prev->start;
 	if (join_next)
 		end = next->start + next->len;
+	if (end == bump && hole) {
+		/* The range ends at s now: the tail goes back whole. */
+		uintptr_t top = heapprof__range_base + span_get();
+		atomic_store_explicit(&heapprof__range_span,
+		                      s - heapprof__range_base,
+		                      memory_order_release);
+		munmap((void *)s, top - s);
+		committed = bump = s;
+		if (join_prev)
+			unlink_extent(prev);
+		return;
+	}
 	if (end == bump && release(s, committed - s)) {
 		/* Back to the frontier: everything from s up is unused. (If
 		 * that fails, the run stays a free extent, below.) */
 		committed = bump = s;
-		if (join_prev) { /* unlink prev, the node just before e */
-			extent **pp = &extents;
-			while (*pp != prev)
-				pp = &(*pp)->next;
-			*pp = prev->next;
-			prev->next = spare;
-			spare = prev;
-		}
+		if (join_prev)
+			unlink_extent(prev);
 		trim();
 		return;
 	}
-	release(r, len);
+	if (hole)
+		munmap((void *)r, len);
+	else
+		release(r, len);
 	if (join_prev && join_next) {
 		prev->len = end - prev->start;
 		prev->next = next->next;
@@ -336,6 +389,7 @@ exact_put(uintptr_t r, size_t len)
 			return; /* no memory to remember it: the run is lost */
 		x->start = r;
 		x->len = len;
+		x->hole = hole;
 		x->next = next;
 		*e = x;
 	}
