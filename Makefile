@@ -107,7 +107,8 @@ RTEST_CC := $(wildcard tests/reliability/rprog_*.cc)
 RTEST_BIN := $(patsubst tests/reliability/%.c,$(B)/tests/%,$(RTEST_C)) \
 	$(patsubst tests/reliability/%.cc,$(B)/tests/%,$(RTEST_CC)) \
 	$(B)/tests/librchurn.so $(B)/tests/rprog_secure_linked \
-	$(B)/tests/rprog_numbers_linked
+	$(B)/tests/rprog_numbers_linked \
+	$(B)/tests/rprog_range_linked $(B)/tests/rprog_sigexit_linked
 # rprog_unwind: -O2 without frame pointers, so only CFI can walk it.
 $(B)/tests/rprog_unwind: tests/reliability/rprog_unwind.c
 	@mkdir -p $(dir $@)
@@ -127,9 +128,10 @@ $(B)/tests/librchurn.so: tests/reliability/rlib_churn.c
 $(B)/tests/rprog_secure_linked: tests/reliability/rprog_secure.c $(B)/libheapprof.a
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -o $@ $< $(B)/libheapprof.a $(LIBS)
-$(B)/tests/rprog_numbers_linked: tests/reliability/rprog_numbers.c $(B)/libheapprof.a
+# rprog_*_linked: the same program with the static library linked in.
+$(B)/tests/rprog_%_linked: tests/reliability/rprog_%.c $(B)/libheapprof.a
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -o $@ $< $(B)/libheapprof.a $(LIBS)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -Iinclude -o $@ $< $(B)/libheapprof.a $(LIBS)
 tests-build: $(RTEST_BIN)
 # The long tier of tests/reliability (REL_TIER=stress): more iterations,
 # 200 kill -9s, CPython's regression suite under the profiler.

@@ -35,10 +35,33 @@ typedef struct hp_tls {
 	int64_t rate;      /* the rate `left` was drawn at; 0: off, or none */
 	uintptr_t stack_lo, stack_hi; /* this thread's stack, for the fp walker */
 	uint32_t shard;    /* slot shard + 1 (range.c), 0 = not chosen yet */
+	int64_t saved_left; /* `left` while busy (hp_enter / hp_leave) */
 } hp_tls;
 
 extern HP_HIDDEN __thread hp_tls heapprof__tls
 	__attribute__((tls_model("initial-exec")));
+
+/* Entering and leaving the profiler. While a thread is inside (busy), its
+ * `left` is 0, so every allocation it makes takes the slow path, which
+ * serves it from the profiler's private memory (range.c), never from the
+ * program's allocator: nothing the profiler does can wait on a lock of
+ * glibc's malloc that the code it interrupted holds, and nothing it
+ * allocates is counted. Every busy++ / busy-- goes through these. */
+HP_INLINE void
+hp_enter(hp_tls *t)
+{
+	if (t->busy++ == 0) {
+		t->saved_left = t->left;
+		t->left = 0;
+	}
+}
+
+HP_INLINE void
+hp_leave(hp_tls *t)
+{
+	if (--t->busy == 0)
+		t->left = t->saved_left;
+}
 
 /* ------------------------------------------------------------ configuration */
 
@@ -176,28 +199,40 @@ typedef struct hp_obj {
 	size_t size;        /* bytes the program asked for */
 	uintptr_t run;      /* start of the page run holding the object */
 	uint32_t run_class; /* log2 of the run's page count, or a slot class */
-	uint32_t shard;     /* slots: the shard whose free list it returns to */
+	uint32_t shard;     /* slots: the shard whose free list it returns to;
+	                     * exact page runs: their page count */
 	uint64_t pad1[3];
 } hp_obj;
 #define HP_OBJ_MAGIC 0x68656170726f6621ULL /* "heaprof!" */
 #define HP_BOOT_MAGIC 0x626f6f74626f6f74ULL /* "bootboot": bootstrap block */
+#define HP_PRIV_MAGIC 0x6865617070726976ULL /* "heappriv": the profiler's own */
 
-/* [base, base + span) is the profiler's range; a pointer in it was sampled.
- * Written once at init (before heapprof__ready), read-only afterwards. */
+/* [base, base + span) is the profiler's range; a pointer in it was sampled
+ * (or is the profiler's own). base is written once at init (before
+ * heapprof__ready); span grows and shrinks under range.c's lock (a pointer
+ * from new space reaches a thread only after the growth). */
 extern HP_HIDDEN uintptr_t heapprof__range_base;
-extern HP_HIDDEN uintptr_t heapprof__range_span;
+extern HP_HIDDEN _Atomic uintptr_t heapprof__range_span;
 
 HP_INLINE bool
 heapprof__range_owns(const void *p)
 {
-	return (uintptr_t)p - heapprof__range_base < heapprof__range_span;
+	return (uintptr_t)p - heapprof__range_base <
+	       atomic_load_explicit(&heapprof__range_span, memory_order_relaxed);
 }
 
 int heapprof__range_init(void);
 /* Memory for a sampled object: returns the user pointer (aligned to
  * `align`, a power of two >= 16) with its header filled in but for the
- * bucket, or NULL if the range is exhausted. */
+ * bucket, or NULL if the range cannot serve it (cannot grow, commit
+ * refused, or a handler interrupted this thread inside range.c). */
 void *heapprof__range_alloc(size_t size, size_t align, bool zero);
+/* The same for the profiler's own use (magic HP_PRIV_MAGIC, not counted as
+ * a sample); never blocks on a lock its own thread holds. */
+void *heapprof__range_private(size_t size, size_t align, bool zero);
+/* Bytes usable from the user pointer to the end of the object's slot or
+ * run (>= its size; for page-aligned blocks a whole number of pages). */
+size_t heapprof__range_usable(const hp_obj *o);
 /* Gives the object's pages back. */
 void heapprof__range_free(hp_obj *o);
 HP_INLINE hp_obj *

@@ -318,7 +318,7 @@ atfork_prepare(void)
 	if (d < FORK_NEST)
 		fork_skip[d] = (unsigned char)skip;
 	if (!skip) {
-		t->busy++;
+		hp_enter(t);
 		heapprof__serve_atfork_prepare();
 	}
 }
@@ -336,7 +336,7 @@ atfork_parent(void)
 {
 	if (fork_pop()) {
 		heapprof__serve_atfork_release(0);
-		heapprof__tls.busy--;
+		hp_leave(&heapprof__tls);
 	}
 }
 
@@ -351,7 +351,7 @@ atfork_child(void)
 	heapprof__bucket_atfork_child();
 	if (fork_pop()) {
 		heapprof__serve_atfork_release(1);
-		heapprof__tls.busy--;
+		hp_leave(&heapprof__tls);
 	}
 }
 
@@ -366,11 +366,11 @@ static void
 exit_dump(void)
 {
 	hp_tls *t = &heapprof__tls;
-	t->busy++;
+	hp_enter(t);
 	int saved = errno;
 	heapprof__serve_exit(); /* SIGXFSZ handling: see dump.c */
 	errno = saved;
-	t->busy--;
+	hp_leave(t);
 }
 
 /* Priority 101: before the constructors of the program and of libraries
@@ -380,12 +380,12 @@ __attribute__((constructor(101))) static void
 heapprof_init(void)
 {
 	hp_tls *t = &heapprof__tls;
-	t->busy++;
+	hp_enter(t);
 	heapprof__interpose_resolve();
 	if (!heapprof__range_span) {
 		heapprof__warn("cannot reserve address space for sampled "
 		               "objects: profiling disabled");
-		t->busy--;
+		hp_leave(t);
 		return;
 	}
 	heapprof__init_pid = (long)getpid();
@@ -414,7 +414,7 @@ heapprof_init(void)
 	}
 	if (heapprof__bucket_init() != 0) {
 		heapprof__warn("out of memory: profiling disabled");
-		t->busy--;
+		hp_leave(t);
 		return;
 	}
 	if (heapprof__stack_init() != 0)
@@ -433,5 +433,5 @@ heapprof_init(void)
 	 * is charged against it (sampler.c), as in every new thread. */
 	heapprof__sampler_reset(t);
 	atomic_store_explicit(&heapprof__ready, 1, memory_order_release);
-	t->busy--;
+	hp_leave(t);
 }

@@ -1,68 +1,240 @@
 /*
- * range.c: where sampled objects live. At start-up the profiler reserves
- * one large range of address space (PROT_NONE, no memory behind it); every
- * sampled allocation is served from it and nothing else is. So free() can
- * tell a sampled pointer from any other with two compares on values that
- * never change (heapprof__range_owns), without touching shared memory: the
- * free of an unsampled pointer, the hottest path in a process, pays nothing
- * for the live set. This is the idea of tcmalloc's and jemalloc's sampled
- * objects and of GWP-ASan's guarded pool, for an interposer.
+ * range.c: where sampled objects, and the profiler's own allocations, live.
+ * The profiler keeps one range of address space [base, base + span) and
+ * serves every sampled allocation from it and nothing else. So free() can
+ * tell a sampled pointer from any other with two compares
+ * (heapprof__range_owns), without touching shared memory: the free of an
+ * unsampled pointer, the hottest path in a process, pays nothing for the
+ * live set. This is the idea of tcmalloc's and jemalloc's sampled objects
+ * and of GWP-ASan's guarded pool, for an interposer.
  *
- * A sampled object of up to 1984 bytes gets a slot of 128..2048 bytes cut
- * from a 64 KiB slab; a larger or over-aligned one its own run of 2^k
- * pages. Either way the 64-byte header (hp_obj: bucket, size, run) sits
- * just below the user pointer. Slots keep rate 1 (every allocation a
- * sample) affordable: a live 64-byte object costs 128 bytes, not a page.
+ * Address space on demand. The range starts small (a few MiB, PROT_NONE)
+ * at an address in the middle of the gap between the program break and
+ * the stack, where the kernel's top-down mmap placement does not reach,
+ * and grows upwards in place (MAP_FIXED_NOREPLACE) when an allocation does
+ * not fit; its free tail is unmapped again. So the reservation never holds
+ * much more than the sampled bytes in use, as glibc's heap would, and
+ * counts against RLIMIT_AS (ulimit -v) accordingly. If it cannot grow (the
+ * limit, or a mapping in the way), the allocation returns NULL and the
+ * caller forwards it unsampled and counts a dropped sample. `span` only
+ * changes under `lock`; owns() reads it relaxed: a pointer handed out from
+ * newly grown space reaches another thread only through some
+ * synchronisation, which orders the growth before it.
  *
- * Freed runs go on a free list per size class; runs of 64 KiB or more give
- * their memory back with MADV_DONTNEED first. When the range is exhausted,
- * allocation returns NULL and the caller forwards the request unsampled.
+ * Placement. A sampled object of up to 1984 bytes gets a slot of
+ * 128..2048 bytes cut from a 64 KiB slab; up to 512 KiB a run of 2^k
+ * pages; anything larger its own run of exactly as many pages as it needs,
+ * charged (mprotect) when taken and returned to PROT_NONE (a fresh mapping
+ * over it) when freed, which gives back its memory and its commit charge
+ * as glibc's munmap would. Free exact runs are kept in an address-ordered
+ * list and coalesce with their neighbours and with the frontier, so live
+ * and freed large blocks cannot exhaust the range. The 64-byte header
+ * (hp_obj) sits just below the user pointer.
  *
- * Shared state: base and span are written once before sampling starts;
- * the page runs' free lists, the bump frontier and live_runs are protected
- * by `lock`; each slot shard's lists and count by its own lock; all of
- * them taken only for sampled allocations and sampled frees.
+ * Memory is made read-write by mprotect on a private mapping made without
+ * MAP_NORESERVE: the kernel charges it as it charges glibc's mmap, so a
+ * sampled allocation that the system's overcommit policy refuses fails
+ * here too (and is forwarded, and fails there as well).
+ *
+ * Signal safety. A signal handler may allocate (through the profiler's
+ * private memory, slowpath.c) or free while its thread is inside this
+ * file holding a lock. `in_lock` (thread-local) says so; entry points
+ * that would need a lock then give up instead of deadlocking: allocation
+ * returns NULL, a free leaks the block (its counters are still updated).
+ *
+ * Shared state: base is written once before sampling starts; span,
+ * bump, committed, the page-run free lists, the exact-run list and
+ * live_runs are protected by `lock`; each slot shard's lists and count by
+ * its own lock.
  */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "collect.h"
 
-#define NCLASS 40
-#define MADVISE_CLASS 8 /* runs of >= 1 MiB give memory back on free */
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define NCLASS 8       /* page runs of 2^0 .. 2^7 pages; larger are exact */
+#define BIG_CLASS 63   /* run_class of an exact run (below SLOT_CLASS) */
 #define COMMIT_STEP ((size_t)1 << 20)
+#define INITIAL ((size_t)4 << 20)     /* first reservation */
+#define STEP_LIMITED ((size_t)4 << 20) /* growth / trim slack under a limit */
+#define STEP_FREE ((size_t)64 << 20)   /* growth step without a limit */
+#define SLACK_FREE ((size_t)1 << 30)   /* trim slack without a limit */
 
 uintptr_t heapprof__range_base;
-uintptr_t heapprof__range_span; /* 0 until initialised: owns() is false */
+_Atomic uintptr_t heapprof__range_span; /* 0 until initialised */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t page;
 static uintptr_t bump;      /* next unused byte (lock) */
-static uintptr_t committed; /* [base, committed) is read-write (lock) */
+static uintptr_t committed; /* [bump, committed) is read-write (lock) */
 static uintptr_t free_list[NCLASS]; /* run starts, linked via word 0 (lock) */
 static uint64_t live_runs; /* page runs in use (lock) */
 static _Atomic uint64_t exhausted; /* allocations the range could not serve */
+static _Atomic uint64_t priv_live; /* live private blocks (not samples) */
+
+/* A free exact run: address-ordered list, nodes from the arena (lock). */
+typedef struct extent {
+	uintptr_t start;
+	size_t len;
+	struct extent *next;
+	bool hole;  /* unmapped (under a limit), else PROT_NONE */
+} extent;
+static extent *extents;    /* free exact runs, by address (lock) */
+static extent *spare;      /* unused nodes (lock) */
+
+/* Nonzero while this thread holds (or is taking) a lock of this file. */
+static __thread volatile int in_lock __attribute__((tls_model("initial-exec")));
+
+static void
+lock_m(pthread_mutex_t *m)
+{
+	in_lock++;
+	atomic_signal_fence(memory_order_seq_cst);
+	pthread_mutex_lock(m);
+}
+
+static void
+unlock_m(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+	atomic_signal_fence(memory_order_seq_cst);
+	in_lock--;
+}
+
+static uintptr_t
+span_get(void)
+{
+	return atomic_load_explicit(&heapprof__range_span, memory_order_relaxed);
+}
+
+/* Is the address space limited (ulimit -v)? A limit of a TiB or more
+ * counts as none. */
+static bool
+limited(void)
+{
+	struct rlimit rl;
+	return getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	       rl.rlim_cur < ((rlim_t)1 << 40);
+}
 
 int
 heapprof__range_init(void)
 {
+	if (span_get())
+		return 0;
 	long ps = sysconf(_SC_PAGESIZE);
 	page = ps > 0 ? (size_t)ps : 4096;
-	/* 64 GiB of address space if we can have it, less under ulimit -v. */
-	for (size_t span = (size_t)64 << 30; span >= ((size_t)256 << 20);
-	     span /= 2) {
-		void *p = mmap(NULL, span, PROT_NONE,
-		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* Midway between the program break and the stack: the largest gap
+	 * of a usual layout, far from where mmap places things, so the range
+	 * can grow upwards. Both ends are randomised (ASLR). */
+	int here;
+	uintptr_t lo = (uintptr_t)sbrk(0), hi = (uintptr_t)&here, hint = 0;
+	if (lo != (uintptr_t)-1 && lo < hi)
+		hint = (lo + (hi - lo) / 2) & ~(uintptr_t)(page - 1);
+	for (size_t len = INITIAL; len >= ((size_t)64 << 10); len /= 2) {
+		void *p = mmap((void *)hint, len, PROT_NONE,
+		               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			continue;
 		heapprof__range_base = (uintptr_t)p;
 		bump = committed = (uintptr_t)p;
-		heapprof__range_span = span;
+		atomic_store_explicit(&heapprof__range_span, len,
+		                      memory_order_release);
 		return 0;
 	}
 	return -ENOMEM;
+}
+
+/* Makes the range at least `need` bytes past bump. Called with lock held. */
+static bool
+grow(size_t need)
+{
+	uintptr_t end = heapprof__range_base + span_get();
+	if (need <= end - bump)
+		return true;
+	size_t more = need - (end - bump);
+	size_t step = limited() ? STEP_LIMITED : STEP_FREE;
+	for (int i = 0; i < 2; i++) {
+		size_t len = i == 0 ? (more + step - 1) / step * step
+		                    : (more + page - 1) & ~(page - 1);
+		if (len < more || len > PTRDIFF_MAX) /* overflow */
+			return false;
+		void *p = mmap((void *)end, len, PROT_NONE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+		               -1, 0);
+		if (p == MAP_FAILED)
+			continue; /* ENOMEM (a limit: try the exact size), EEXIST */
+		if ((uintptr_t)p != end) { /* a kernel without NOREPLACE */
+			munmap(p, len);
+			return false;
+		}
+		atomic_store_explicit(&heapprof__range_span, span_get() + len,
+		                      memory_order_release);
+		return true;
+	}
+	return false;
+}
+
+/* Unmaps the range's free tail beyond some slack. Called with lock held. */
+static void
+trim(void)
+{
+	uintptr_t end = heapprof__range_base + span_get();
+	bool lim = limited();
+	size_t slack = lim ? STEP_LIMITED : SLACK_FREE;
+	if (end - committed <= 2 * slack)
+		return;
+	uintptr_t keep = (committed + slack + page - 1) & ~(uintptr_t)(page - 1);
+	if (keep < heapprof__range_base + INITIAL)
+		keep = heapprof__range_base + INITIAL;
+	if (keep >= end)
+		return;
+	atomic_store_explicit(&heapprof__range_span, keep - heapprof__range_base,
+	                      memory_order_release);
+	munmap((void *)keep, end - keep);
+}
+
+/* Puts [a, a + len) back to PROT_NONE, without memory or commit charge. */
+static bool
+release(uintptr_t a, size_t len)
+{
+	if (!len)
+		return true;
+	void *p = mmap((void *)a, len, PROT_NONE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (p != MAP_FAILED)
+		return true;
+	madvise((void *)a, len, MADV_DONTNEED); /* at least the memory */
+	return false;
+}
+
+/* `bytes` from the frontier, read-write, or 0. Called with lock held. */
+static uintptr_t
+frontier(size_t bytes)
+{
+	if (!grow(bytes))
+		return 0;
+	uintptr_t r = bump;
+	if (r + bytes > committed) {
+		uintptr_t end = heapprof__range_base + span_get();
+		size_t need = r + bytes - committed;
+		size_t step = (need + COMMIT_STEP - 1) & ~(COMMIT_STEP - 1);
+		if (step <= end - committed &&
+		    mprotect((void *)committed, step, PROT_READ | PROT_WRITE) == 0)
+			need = step;
+		else if (mprotect((void *)committed, need, PROT_READ | PROT_WRITE))
+			return 0; /* commit refused, as glibc's mmap would be */
+		committed += need;
+	}
+	bump += bytes;
+	return r;
 }
 
 static uint32_t
@@ -82,27 +254,145 @@ run_get(uint32_t c, bool *dirty)
 		uintptr_t r = free_list[c];
 		free_list[c] = *(uintptr_t *)r;
 		*(uintptr_t *)r = 0;
-		/* Runs that were madvised come back zeroed, small ones not. */
-		*dirty = c < MADVISE_CLASS;
+		*dirty = true;
 		return r;
 	}
-	size_t bytes = page << c;
-	uintptr_t end = heapprof__range_base + heapprof__range_span;
-	if (bytes > end - bump)
-		return 0;
-	uintptr_t r = bump;
-	if (r + bytes > committed) {
-		size_t need = r + bytes - committed;
-		need = (need + COMMIT_STEP - 1) & ~(COMMIT_STEP - 1);
-		if (need > end - committed)
-			need = end - committed;
-		if (mprotect((void *)committed, need, PROT_READ | PROT_WRITE) != 0)
-			return 0;
-		committed += need;
-	}
-	bump += bytes;
 	*dirty = false;
+	return frontier(page << c);
+}
+
+/* An exact run of len bytes (zeroed), or 0. Called with lock held. */
+static uintptr_t
+exact_get(size_t len)
+{
+	extent **best = NULL;
+	for (extent **e = &extents; *e; e = &(*e)->next)
+		if ((*e)->len >= len && (!best || (*e)->len < (*best)->len))
+			best = e;
+	if (!best)
+		return frontier(len);
+	extent *x = *best;
+	uintptr_t r = x->start;
+	if (x->hole) {
+		void *p = mmap((void *)r, len, PROT_READ | PROT_WRITE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+		               -1, 0);
+		if (p == MAP_FAILED && errno == EEXIST) {
+			/* Something else was mapped into the hole: never
+			 * reuse it (see exact_put). */
+			*best = x->next;
+			x->next = spare;
+			spare = x;
+			return 0;
+		}
+		if (p == MAP_FAILED)
+			return 0;
+		if ((uintptr_t)p != r) {
+			munmap(p, len);
+			return 0;
+		}
+	} else if (mprotect((void *)r, len, PROT_READ | PROT_WRITE) != 0) {
+		return 0;
+	}
+	if (x->len == len) {
+		*best = x->next;
+		x->next = spare;
+		spare = x;
+	} else {
+		x->start += len;
+		x->len -= len;
+	}
 	return r;
+}
+
+static void
+unlink_extent(extent *x)
+{
+	extent **pp = &extents;
+	while (*pp != x)
+		pp = &(*pp)->next;
+	*pp = x->next;
+	x->next = spare;
+	spare = x;
+}
+
+/* Gives an exact run back: coalesced with free neighbours of its kind,
+ * and with the frontier if it reaches it. Called with lock held.
+ *
+ * Under an address-space limit a free run (but one at base: the range
+ * keeps its first page) is unmapped (a hole), so that it does not count against the limit. A
+ * hole inside [base, base + span) is safe from the kernel's own placement:
+ * mmap places top-down from below the stack, and a process under a limit
+ * of less than a TiB cannot reach the middle of the gap where the range
+ * lives. Only a program that maps at a chosen address could land there;
+ * the hole is then never reused. */
+static void
+exact_put(uintptr_t r, size_t len)
+{
+	bool hole = limited() && r > heapprof__range_base;
+	extent **e = &extents, *prev = NULL;
+	while (*e && (*e)->start < r) {
+		prev = *e;
+		e = &(*e)->next;
+	}
+	extent *next = *e;
+	uintptr_t s = r, end = r + len;
+	bool join_prev = prev && prev->hole == hole &&
+	                 prev->start + prev->len == r;
+	bool join_next = next && next->hole == hole && next->start == end;
+	if (join_prev)
+		s = prev->start;
+	if (join_next)
+		end = next->start + next->len;
+	if (end == bump && hole) {
+		/* The range ends at s now: the tail goes back whole. */
+		uintptr_t top = heapprof__range_base + span_get();
+		atomic_store_explicit(&heapprof__range_span,
+		                      s - heapprof__range_base,
+		                      memory_order_release);
+		munmap((void *)s, top - s);
+		committed = bump = s;
+		if (join_prev)
+			unlink_extent(prev);
+		return;
+	}
+	if (end == bump && release(s, committed - s)) {
+		/* Back to the frontier: everything from s up is unused. (If
+		 * that fails, the run stays a free extent, below.) */
+		committed = bump = s;
+		if (join_prev)
+			unlink_extent(prev);
+		trim();
+		return;
+	}
+	if (hole)
+		munmap((void *)r, len);
+	else
+		release(r, len);
+	if (join_prev && join_next) {
+		prev->len = end - prev->start;
+		prev->next = next->next;
+		next->next = spare;
+		spare = next;
+	} else if (join_prev) {
+		prev->len = end - prev->start;
+	} else if (join_next) {
+		next->start = r;
+		next->len = end - r;
+	} else {
+		extent *x = spare;
+		if (x)
+			spare = x->next;
+		else
+			x = heapprof__arena_alloc(sizeof(*x));
+		if (!x)
+			return; /* no memory to remember it: the run is lost */
+		x->start = r;
+		x->len = len;
+		x->hole = hole;
+		x->next = next;
+		*e = x;
+	}
 }
 
 /* Small objects: slots of 2^k bytes (128 .. 2048, header included) cut
@@ -146,9 +436,9 @@ slot_get(shard *h, unsigned shift)
 	unsigned k = shift - SLOT_MIN_SHIFT;
 	if (!h->free[k]) {
 		bool dirty;
-		pthread_mutex_lock(&lock);
+		lock_m(&lock);
 		uintptr_t slab = run_get(class_of(SLAB_BYTES / page), &dirty);
-		pthread_mutex_unlock(&lock);
+		unlock_m(&lock);
 		if (!slab)
 			return 0;
 		/* Thread the slab's slots onto the free list, first slot on
@@ -178,15 +468,13 @@ slot_alloc(size_t size, bool zero)
 		t->shard = atomic_fetch_add(&next_shard, 1) % NSHARD + 1;
 	}
 	shard *h = &shards[t->shard - 1];
-	pthread_mutex_lock(&h->lock);
+	lock_m(&h->lock);
 	uintptr_t s = slot_get(h, shift);
 	if (s)
 		h->live++;
-	pthread_mutex_unlock(&h->lock);
-	if (!s) {
-		atomic_fetch_add_explicit(&exhausted, 1, memory_order_relaxed);
+	unlock_m(&h->lock);
+	if (!s)
 		return NULL;
-	}
 	hp_obj *o = (hp_obj *)s;
 	o->magic = HP_OBJ_MAGIC;
 	o->bucket = NULL;
@@ -199,28 +487,27 @@ slot_alloc(size_t size, bool zero)
 	return o + 1;
 }
 
-void *
-heapprof__range_alloc(size_t size, size_t align, bool zero)
+static void *
+range_alloc(size_t size, size_t align, bool zero)
 {
-	if (!heapprof__range_span || size > heapprof__range_span / 4 ||
-	    align > heapprof__range_span / 4)
+	size_t need;
+	if (!span_get() || in_lock || size > PTRDIFF_MAX || align > PTRDIFF_MAX ||
+	    __builtin_add_overflow(size, sizeof(hp_obj) + align, &need) ||
+	    need > PTRDIFF_MAX)
 		return NULL;
 	if (align <= sizeof(hp_obj) &&
 	    size + sizeof(hp_obj) <= ((size_t)1 << SLOT_MAX_SHIFT))
 		return slot_alloc(size, zero);
-	size_t need = size + sizeof(hp_obj) + (align > sizeof(hp_obj) ? align : 0);
 	size_t pages = (need + page - 1) / page;
-	uint32_t c = class_of(pages);
-	if (c >= NCLASS)
-		return NULL;
-	bool dirty;
-	pthread_mutex_lock(&lock);
-	uintptr_t run = run_get(c, &dirty);
+	uint32_t c = pages <= ((size_t)1 << (NCLASS - 1)) ? class_of(pages)
+	                                                  : BIG_CLASS;
+	bool dirty = false;
+	lock_m(&lock);
+	uintptr_t run = c == BIG_CLASS ? exact_get(pages * page)
+	                               : run_get(c, &dirty);
 	if (run)
 		live_runs++;
-	else
-		atomic_fetch_add_explicit(&exhausted, 1, memory_order_relaxed);
-	pthread_mutex_unlock(&lock);
+	unlock_m(&lock);
 	if (!run)
 		return NULL;
 	uintptr_t user = run + sizeof(hp_obj);
@@ -232,9 +519,43 @@ heapprof__range_alloc(size_t size, size_t align, bool zero)
 	o->size = size;
 	o->run = run;
 	o->run_class = c;
+	o->shard = c == BIG_CLASS ? (uint32_t)pages : 0;
 	if (zero && dirty)
 		memset((void *)user, 0, size);
 	return (void *)user;
+}
+
+void *
+heapprof__range_alloc(size_t size, size_t align, bool zero)
+{
+	void *p = range_alloc(size, align, zero);
+	if (!p)
+		atomic_fetch_add_explicit(&exhausted, 1, memory_order_relaxed);
+	return p;
+}
+
+void *
+heapprof__range_private(size_t size, size_t align, bool zero)
+{
+	void *p = range_alloc(size, align, zero);
+	if (p) {
+		heapprof__range_obj(p)->magic = HP_PRIV_MAGIC;
+		atomic_fetch_add_explicit(&priv_live, 1, memory_order_relaxed);
+	}
+	return p;
+}
+
+size_t
+heapprof__range_usable(const hp_obj *o)
+{
+	uintptr_t user = (uintptr_t)(o + 1), end;
+	if (o->run_class >= SLOT_CLASS)
+		end = o->run + ((size_t)1 << (o->run_class - SLOT_CLASS));
+	else if (o->run_class == BIG_CLASS)
+		end = o->run + (size_t)o->shard * page;
+	else
+		end = o->run + (page << o->run_class);
+	return end - user;
 }
 
 void
@@ -242,57 +563,75 @@ heapprof__range_free(hp_obj *o)
 {
 	uintptr_t run = o->run;
 	uint32_t c = o->run_class;
-	o->magic = 0; /* a second free of this pointer is caught below */
+	if (o->magic == HP_PRIV_MAGIC)
+		atomic_fetch_sub_explicit(&priv_live, 1, memory_order_relaxed);
+	o->magic = 0; /* a second free of this pointer is caught by the caller */
+	if (in_lock)
+		return; /* a handler that interrupted this file: leak it */
 	if (c >= SLOT_CLASS) {
 		unsigned k = c - SLOT_CLASS - SLOT_MIN_SHIFT;
 		shard *h = &shards[o->shard % NSHARD];
-		pthread_mutex_lock(&h->lock);
+		lock_m(&h->lock);
 		*(uintptr_t *)run = h->free[k];
 		atomic_thread_fence(memory_order_release);
 		h->free[k] = run;
 		h->live--;
-		pthread_mutex_unlock(&h->lock);
+		unlock_m(&h->lock);
 		return;
 	}
-	if (c >= MADVISE_CLASS)
-		madvise((void *)run, page << c, MADV_DONTNEED);
-	pthread_mutex_lock(&lock);
-	*(uintptr_t *)run = free_list[c];
-	/* The link before the head: a child forked at any instant of this
-	 * section (init.c does not hold this lock across fork) sees a
-	 * consistent list, at worst without this run. */
-	atomic_thread_fence(memory_order_release);
-	free_list[c] = run;
+	size_t pages = o->shard;
+	lock_m(&lock);
+	if (c == BIG_CLASS) {
+		exact_put(run, pages * page);
+	} else {
+		*(uintptr_t *)run = free_list[c];
+		/* The link before the head: a child forked at any instant of
+		 * this section (init.c does not hold this lock across fork)
+		 * sees a consistent list, at worst without this run. */
+		atomic_thread_fence(memory_order_release);
+		free_list[c] = run;
+	}
 	live_runs--;
-	pthread_mutex_unlock(&lock);
+	unlock_m(&lock);
 }
 
 void
 heapprof__range_stats(uint64_t *live, uint64_t *mapped, uint64_t *exh)
 {
-	pthread_mutex_lock(&lock);
-	*live = live_runs;
-	*mapped = committed - heapprof__range_base;
-	pthread_mutex_unlock(&lock);
+	/* Never blocks: a dump may run in a handler that interrupted this
+	 * thread inside this file, or one that holds a lock for ever (a
+	 * longjmp out of such a handler). Counts are then approximate. */
+	*live = 0;
+	*mapped = 0;
+	if (!in_lock && pthread_mutex_trylock(&lock) == 0) {
+		*live = live_runs;
+		*mapped = committed - heapprof__range_base;
+		for (extent *e = extents; e; e = e->next)
+			*mapped -= e->len; /* PROT_NONE again */
+		pthread_mutex_unlock(&lock);
+	}
 	*exh = atomic_load_explicit(&exhausted, memory_order_relaxed);
 	pthread_once(&shards_once, shards_init);
-	for (int i = 0; i < NSHARD; i++) {
-		pthread_mutex_lock(&shards[i].lock);
-		*live += shards[i].live;
-		pthread_mutex_unlock(&shards[i].lock);
+	for (int i = 0; i < NSHARD && !in_lock; i++) {
+		if (pthread_mutex_trylock(&shards[i].lock) == 0) {
+			*live += shards[i].live;
+			pthread_mutex_unlock(&shards[i].lock);
+		}
 	}
+	uint64_t priv = atomic_load_explicit(&priv_live, memory_order_relaxed);
+	*live = *live > priv ? *live - priv : 0;
 }
 
 void
 heapprof__range_atfork_prepare(void)
 {
-	pthread_mutex_lock(&lock);
+	lock_m(&lock);
 }
 
 void
 heapprof__range_atfork_release(void)
 {
-	pthread_mutex_unlock(&lock);
+	unlock_m(&lock);
 }
 
 void

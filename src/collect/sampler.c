@@ -104,4 +104,5 @@ heapprof__sampler_reset(hp_tls *t)
 	t->seeded = 0;
 	t->rate = 0;
 	t->left = 0;
+	t->saved_left = 0; /* what hp_leave restores if called while busy */
 }

@@ -15,6 +15,13 @@
  * exhausted) the allocation is forwarded unsampled and counted in
  * heapprof__dropped_samples: the program's allocation never fails because
  * of the profiler. errno is preserved across everything done here.
+ *
+ * A thread inside the profiler (busy: stack capture, symbolizer, zlib,
+ * the dump thread, ...) reaches here for every allocation (hp_enter sets
+ * its counter to 0) and is served from the profiler's private memory in
+ * the range (HP_PRIV_MAGIC): never glibc's malloc, whose arena lock the
+ * code a signal handler interrupted may hold, and never a sample. If the
+ * range cannot serve it, the next allocator does.
  */
 #include <errno.h>
 #include <string.h>
@@ -49,10 +56,8 @@ static HP_NOINLINE void *
 sampled_alloc(hp_tls *t, int64_t rate, size_t size, size_t align, bool zero,
               uintptr_t ra, int extra)
 {
-	if (size > heapprof__range_span / 4)
-		return NULL; /* fails in the next allocator too, or is unmappable here */
 	int saved = errno;
-	t->busy++;
+	hp_enter(t);
 	void *p = heapprof__range_alloc(size, align, zero);
 	if (p) {
 		uint64_t stack[HP_MAX_DEPTH + 1];
@@ -72,10 +77,23 @@ sampled_alloc(hp_tls *t, int64_t rate, size_t size, size_t align, bool zero,
 			p = NULL;
 		}
 	}
-	if (!p)
+	/* Not recordable (no space for it, commit refused): counted, unless
+	 * no allocator could serve the size at all. */
+	if (!p && size <= PTRDIFF_MAX)
 		atomic_fetch_add_explicit(&heapprof__dropped_samples, 1,
 		                          memory_order_relaxed);
-	t->busy--;
+	hp_leave(t);
+	errno = saved;
+	return p;
+}
+
+/* An allocation of a thread inside the profiler: private memory, or NULL
+ * (the caller forwards it to the next allocator). */
+static void *
+priv_alloc(size_t n, size_t align, bool zero)
+{
+	int saved = errno;
+	void *p = heapprof__range_private(n, align < 16 ? 16 : align, zero);
 	errno = saved;
 	return p;
 }
@@ -94,6 +112,12 @@ void
 heapprof__slow_free(void *p)
 {
 	hp_obj *o = heapprof__range_obj(p);
+	if (o->magic == HP_PRIV_MAGIC) {
+		int saved = errno;
+		heapprof__range_free(o);
+		errno = saved;
+		return;
+	}
 	if (o->magic != HP_OBJ_MAGIC) {
 		if (o->magic != HP_BOOT_MAGIC)
 			heapprof__warn("free() of an invalid or already freed pointer "
@@ -113,7 +137,10 @@ size_t
 heapprof__slow_usable_size(void *p)
 {
 	hp_obj *o = heapprof__range_obj(p);
-	return o->magic == HP_OBJ_MAGIC || o->magic == HP_BOOT_MAGIC ? o->size : 0;
+	return o->magic == HP_OBJ_MAGIC || o->magic == HP_BOOT_MAGIC ||
+	               o->magic == HP_PRIV_MAGIC
+	               ? heapprof__range_usable(o)
+	               : 0;
 }
 
 static void *
@@ -134,7 +161,8 @@ heapprof__slow_malloc(size_t n)
 	int extra;
 	CALLER(ra, extra);
 	hp_tls *t = &heapprof__tls;
-	void *p = try_sample(t, n, 16, false, ra, extra);
+	void *p = HP_UNLIKELY(t->busy) ? priv_alloc(n, 16, false)
+	                               : try_sample(t, n, 16, false, ra, extra);
 	if (p)
 		return p;
 	return heapprof__next.malloc(n);
@@ -150,7 +178,8 @@ heapprof__slow_calloc(size_t n, size_t size)
 	if (__builtin_mul_overflow(n, size, &total))
 		return heapprof__next.calloc(n, size); /* ENOMEM, as glibc */
 	hp_tls *t = &heapprof__tls;
-	void *p = try_sample(t, total, 16, true, ra, extra);
+	void *p = HP_UNLIKELY(t->busy) ? priv_alloc(total, 16, true)
+	                               : try_sample(t, total, 16, true, ra, extra);
 	if (p)
 		return p;
 	return heapprof__next.calloc(n, size);
@@ -162,7 +191,8 @@ static void *
 realloc_owned(hp_tls *t, void *p, size_t n, uintptr_t ra, int extra)
 {
 	hp_obj *o = heapprof__range_obj(p);
-	if (o->magic != HP_OBJ_MAGIC && o->magic != HP_BOOT_MAGIC) {
+	if (o->magic != HP_OBJ_MAGIC && o->magic != HP_BOOT_MAGIC &&
+	    o->magic != HP_PRIV_MAGIC) {
 		heapprof__warn("realloc() of an invalid or freed pointer in the "
 		               "profiler's range");
 		errno = EINVAL;
@@ -172,10 +202,18 @@ realloc_owned(hp_tls *t, void *p, size_t n, uintptr_t ra, int extra)
 		heapprof__slow_free(p);
 		return NULL;
 	}
-	void *q = malloc_at(t, n, ra, extra);
+	size_t usable = heapprof__range_usable(o);
+	if (o->magic == HP_PRIV_MAGIC && n <= usable && t->busy) {
+		o->size = n; /* the profiler's own block: grows in place */
+		return p;
+	}
+	void *q = t->busy ? priv_alloc(n, 16, false) : NULL;
+	if (!q)
+		q = t->busy ? heapprof__next.malloc(n) : malloc_at(t, n, ra, extra);
 	if (!q)
 		return NULL; /* errno is ENOMEM; p is untouched */
-	memcpy(q, p, o->size < n ? o->size : n);
+	/* What the program may have written: up to the usable size. */
+	memcpy(q, p, usable < n ? usable : n);
 	heapprof__slow_free(p);
 	return q;
 }
@@ -189,10 +227,14 @@ heapprof__slow_realloc(void *p, size_t n)
 	hp_tls *t = &heapprof__tls;
 	if (heapprof__range_owns(p))
 		return realloc_owned(t, p, n, ra, extra);
+	if (!p && t->busy) {
+		void *q = priv_alloc(n, 16, false);
+		return q ? q : heapprof__next.malloc(n);
+	}
 	if (!p)
 		return malloc_at(t, n, ra, extra);
-	if (n == 0)
-		return heapprof__next.realloc(p, n); /* frees p */
+	if (n == 0 || t->busy)
+		return heapprof__next.realloc(p, n); /* n == 0 frees p */
 	int64_t rate = sample_decide(t, n);
 	if (rate) {
 		/* The new block is a sample: move the data into the range. */
@@ -222,8 +264,14 @@ heapprof__slow_posix_memalign(void **pp, size_t align, size_t n)
 	hp_tls *t = &heapprof__tls;
 	/* Invalid alignments go to the next allocator, which reports them. */
 	int64_t rate;
-	if (pow2(align) && align % sizeof(void *) == 0 &&
-	    (rate = sample_decide(t, n)) != 0) {
+	if (pow2(align) && align % sizeof(void *) == 0 && t->busy) {
+		void *p = priv_alloc(n, align, false);
+		if (p) {
+			*pp = p;
+			return 0;
+		}
+	} else if (pow2(align) && align % sizeof(void *) == 0 &&
+	           (rate = sample_decide(t, n)) != 0) {
 		void *p = sampled_alloc(t, rate, n, align < 16 ? 16 : align, false,
 		                        ra, extra);
 		if (p) {
@@ -242,8 +290,9 @@ aligned_slow(size_t align, size_t n, uintptr_t ra, int extra,
 {
 	hp_tls *t = &heapprof__tls;
 	if (pow2(align)) {
-		void *p = try_sample(t, n, align < 16 ? 16 : align, false, ra,
-		                     extra);
+		void *p = t->busy ? priv_alloc(n, align, false)
+		                  : try_sample(t, n, align < 16 ? 16 : align,
+		                               false, ra, extra);
 		if (p)
 			return p;
 	}
@@ -275,7 +324,9 @@ heapprof__slow_valloc(size_t n)
 	int extra;
 	CALLER(ra, extra);
 	hp_tls *t = &heapprof__tls;
-	void *p = try_sample(t, n, (size_t)getpagesize(), false, ra, extra);
+	size_t pg = (size_t)getpagesize();
+	void *p = t->busy ? priv_alloc(n, pg, false)
+	                  : try_sample(t, n, pg, false, ra, extra);
 	if (p)
 		return p;
 	return heapprof__next.valloc(n);
@@ -290,9 +341,11 @@ heapprof__slow_pvalloc(size_t n)
 	hp_tls *t = &heapprof__tls;
 	size_t pg = (size_t)getpagesize();
 	/* pvalloc rounds the block up to whole pages; the program asked for
-	 * n bytes, which is what is recorded. */
+	 * n bytes, which is what is recorded. A page-aligned block in the
+	 * range ends on a page boundary, so its usable size is whole pages. */
 	if (n <= SIZE_MAX - pg) {
-		void *p = try_sample(t, n, pg, false, ra, extra);
+		void *p = t->busy ? priv_alloc(n, pg, false)
+		                  : try_sample(t, n, pg, false, ra, extra);
 		if (p)
 			return p;
 	}

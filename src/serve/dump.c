@@ -317,7 +317,7 @@ thread_main(void *arg)
 {
 	(void)arg;
 	hp_tls *t = &heapprof__tls;
-	t->busy++; /* nothing this thread allocates is the program's */
+	hp_enter(t); /* nothing this thread allocates is the program's */
 	int64_t period = heapprof__cfg.interval > 0
 	                     ? (int64_t)heapprof__cfg.interval * 1000 : -1;
 	int64_t next_dump = period > 0 ? mono_ms() + period : -1;
@@ -450,11 +450,11 @@ heapprof_dump_file(const char *path)
 	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire))
 		return HEAPPROF_ENOTINIT;
 	hp_tls *t = &heapprof__tls;
-	t->busy++;
+	hp_enter(t);
 	int saved = errno;
 	int rc = dump(path, 0);
 	errno = saved;
-	t->busy--;
+	hp_leave(t);
 	return rc;
 }
 
@@ -466,11 +466,11 @@ heapprof_dump(heapprof_write_fn *write_fn, void *arg, int text)
 	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire))
 		return HEAPPROF_ENOTINIT;
 	hp_tls *t = &heapprof__tls;
-	t->busy++;
+	hp_enter(t);
 	pthread_mutex_lock(&dump_lock);
 	int rc = heapprof__snapshot_write(write_fn, arg, text);
 	pthread_mutex_unlock(&dump_lock);
-	t->busy--;
+	hp_leave(t);
 	return rc;
 }
 
@@ -483,14 +483,14 @@ heapprof_dump_profile(heapprof_write_fn *write_fn, void *arg, int kind)
 	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire))
 		return HEAPPROF_ENOTINIT;
 	hp_tls *t = &heapprof__tls;
-	t->busy++;
+	hp_enter(t);
 	int saved = errno;
 	hp_snap_opts o;
 	memset(&o, 0, sizeof(o));
 	o.kind = kind == HEAPPROF_PROFILE_INUSE ? HP_SNAP_INUSE : HP_SNAP_FULL;
 	int rc = heapprof__serve_snapshot(write_fn, arg, &o);
 	errno = saved;
-	t->busy--;
+	hp_leave(t);
 	return rc;
 }
 

@@ -286,7 +286,7 @@ push_main(void *arg)
 {
 	int64_t period_ms = (int64_t)(intptr_t)arg;
 	hp_tls *t = &heapprof__tls;
-	t->busy++;
+	hp_enter(t);
 	hp_baseline base;
 	memset(&base, 0, sizeof(base));
 	base.time_nanos = heapprof__now_nanos();

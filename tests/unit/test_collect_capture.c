@@ -7,6 +7,7 @@
  */
 #include <math.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "collect.h"
 #include "test.h"
@@ -66,7 +67,7 @@ TEST(sampler_probability_per_allocation)
 TEST(range_alloc_free_reuse)
 {
 	REQUIRE_OK(heapprof__range_init());
-	CHECK(heapprof__range_span >= ((size_t)256 << 20));
+	CHECK(heapprof__range_span > 0);
 	size_t aligns[] = {16, 64, 128, 4096, 65536};
 	for (size_t a = 0; a < HP_ARRAY_LEN(aligns); a++) {
 		for (size_t size = 0; size < 300000; size = size * 3 + 7) {
@@ -103,7 +104,8 @@ TEST(range_alloc_free_reuse)
 	CHECK(!heapprof__range_owns(&live));
 	CHECK(!heapprof__range_owns(NULL));
 	/* Too large for the range: refused, not crashed. */
-	CHECK(heapprof__range_alloc(heapprof__range_span, 16, false) == NULL);
+	CHECK(heapprof__range_alloc((size_t)PTRDIFF_MAX + 1, 16, false) == NULL);
+	CHECK(heapprof__range_alloc(SIZE_MAX - 8, 16, false) == NULL);
 }
 
 TEST(range_small_objects_share_slabs)
@@ -164,6 +166,63 @@ TEST(range_small_objects_share_slabs)
 	CHECK(c && c[0] == 0 && c[89] == 0);
 	heapprof__range_free(heapprof__range_obj(a));
 	heapprof__range_free(heapprof__range_obj(c));
+}
+
+TEST(range_exact_runs_coalesce)
+{
+	REQUIRE_OK(heapprof__range_init());
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	/* Three 3 MiB blocks: runs of exactly the pages they need, one
+	 * after the other. */
+	size_t sz = ((size_t)3 << 20) - 64 - 16;
+	char *a = heapprof__range_alloc(sz, 16, false);
+	char *b = heapprof__range_alloc(sz, 16, false);
+	char *c = heapprof__range_alloc(sz, 16, false);
+	REQUIRE(a && b && c);
+	CHECK(heapprof__range_usable(heapprof__range_obj(a)) >= sz);
+	CHECK(heapprof__range_usable(heapprof__range_obj(a)) < sz + pg + 64);
+	memset(a, 1, sz);
+	memset(c, 3, sz);
+	/* a and b freed: one free extent of both, which a block of twice
+	 * the size fills exactly (power-of-two runs never merged: the block
+	 * came from fresh space). */
+	heapprof__range_free(heapprof__range_obj(b));
+	heapprof__range_free(heapprof__range_obj(a));
+	char *d = heapprof__range_alloc(2 * ((size_t)3 << 20) - 64 - 16, 16, true);
+	REQUIRE(d);
+	CHECK(d == a);
+	CHECK(d[0] == 0 && d[sz] == 0); /* freed runs come back zeroed */
+	CHECK(c[0] == 3 && c[sz - 1] == 3);
+	heapprof__range_free(heapprof__range_obj(d));
+	heapprof__range_free(heapprof__range_obj(c));
+	/* Larger than the reservation so far: the range grows for it. */
+	size_t big = (size_t)300 << 20;
+	char *e = heapprof__range_alloc(big, 4096, false);
+	REQUIRE(e);
+	CHECK(heapprof__range_owns(e) && heapprof__range_owns(e + big - 1));
+	CHECK((uintptr_t)e % 4096 == 0);
+	e[big - 1] = 1;
+	heapprof__range_free(heapprof__range_obj(e));
+}
+
+TEST(range_private_blocks_are_not_samples)
+{
+	REQUIRE_OK(heapprof__range_init());
+	uint64_t live0, live, mapped, exh;
+	heapprof__range_stats(&live0, &mapped, &exh);
+	void *p = heapprof__range_private(100, 16, true);
+	void *q = heapprof__range_private(100000, 4096, false);
+	REQUIRE(p && q);
+	CHECK_EQ(heapprof__range_obj(p)->magic, HP_PRIV_MAGIC);
+	CHECK(heapprof__range_owns(p) && heapprof__range_owns(q));
+	CHECK(((char *)p)[99] == 0);
+	CHECK(heapprof__range_usable(heapprof__range_obj(q)) % 4096 == 0);
+	heapprof__range_stats(&live, &mapped, &exh);
+	CHECK_EQ(live, live0);
+	heapprof__range_free(heapprof__range_obj(p));
+	heapprof__range_free(heapprof__range_obj(q));
+	heapprof__range_stats(&live, &mapped, &exh);
+	CHECK_EQ(live, live0);
 }
 
 TEST(buckets_by_stack_and_size)
@@ -318,6 +377,8 @@ main(void)
 	RUN(range_small_objects_share_slabs);
 	RUN(sampler_first_allocation_is_not_certain);
 	RUN(sampler_sample_keeps_the_rate_it_was_drawn_at);
+	RUN(range_exact_runs_coalesce);
+	RUN(range_private_blocks_are_not_samples);
 	RUN(buckets_by_stack_and_size);
 	RUN(stack_capture_every_unwinder);
 	RUN(buckets_keyed_by_rate);
