@@ -216,7 +216,8 @@ SAN_ubsan := -fsanitize=undefined -fno-sanitize-recover=all
 SAN_FLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
 	-fvisibility=hidden -Iinclude -Isrc/common -Isrc/format -Isrc/collect \
 	-Isrc/serve -MMD -MP
-SAN_SRC := $(COMMON_SRC) $(FORMAT_SRC) $(OPS_SRC) $(SERVE_SRC) \
+# What the capture half links: no src/ops, no legacy-format readers.
+SAN_SRC := $(COMMON_SRC) $(filter-out src/format/legacy_%,$(FORMAT_SRC)) $(SERVE_SRC) \
 	$(filter-out src/collect/interpose.c src/collect/bootstrap.c,$(COLLECT_SRC)) \
 	tests/sanitize/hp_entry.c tests/sanitize/hp_boot.c
 define SAN_RULES
