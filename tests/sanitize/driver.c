@@ -60,6 +60,22 @@ void *hp_valloc(size_t n);
 void *hp_pvalloc(size_t n);
 size_t hp_malloc_usable_size(void *p);
 
+/* Forks by the main thread, and by worker 0 at the same time (two threads
+ * in fork at once run their fork handlers at once: glibc 2.36 releases
+ * its atfork lock around each handler). None under ASan: LLVM 14's ASan
+ * does not hold its allocator's locks across fork, so a child that
+ * allocates while another thread was inside malloc blocks for ever, with
+ * or without the profiler; TSan does hold them, and UBSan uses glibc's
+ * malloc, which does. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NFORK 0
+#endif
+#endif
+#ifndef NFORK
+#define NFORK 3
+#endif
+
 static _Atomic long errors;
 static _Atomic int stop;      /* phase 1 is over */
 static _Atomic int stop_push; /* the push server may stop */
@@ -280,6 +296,7 @@ mail_get(blk *b)
 /* --------------------------------------------------------------- workers */
 
 #define SLOTS 256
+static void fork_and_wait(int k);
 
 static void *
 worker(void *arg)
@@ -292,6 +309,8 @@ worker(void *arg)
 		blk *b = &held[rnd(&s) % SLOTS];
 		uint64_t r = rnd(&s) % 100;
 		ops++;
+		if (arg == 0 && ops % 2000 == 0 && ops / 2000 <= NFORK)
+			fork_and_wait(100 + (int)(ops / 2000));
 		if (!b->p) {
 			if (r < 15 && mail_get(b)) {
 				/* another thread's block: realloc or keep it */
@@ -577,6 +596,19 @@ child(int k)
 	_exit(atomic_load(&errors) ? 1 : 0);
 }
 
+static void
+fork_and_wait(int k)
+{
+	pid_t c = fork();
+	if (c == 0)
+		child(k);
+	int st;
+	if (c < 0 || waitpid(c, &st, 0) != c)
+		failf("fork/wait: %s", strerror(errno));
+	else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		failf("child %d: status %#x", k, st);
+}
+
 /* ----------------------------------------------------------------- phase 2 */
 
 /* At rate 1, each thread allocates PER blocks and hands them over. */
@@ -640,19 +672,7 @@ main(int argc, char **argv)
 	if (port > 0)
 		pthread_create(&hth, NULL, http_client, (void *)(intptr_t)port);
 
-	/* The main thread: a signal dump now and then, and NFORK forks
-	 * (none under ASan: LLVM 14's ASan does not hold its allocator's
-	 * locks across fork, so a child that allocates while another thread
-	 * was inside malloc blocks for ever, with or without the profiler;
-	 * TSan does hold them, and UBSan uses glibc's malloc, which does). */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NFORK 0
-#endif
-#endif
-#ifndef NFORK
-#define NFORK 3
-#endif
+	/* The main thread: a signal dump now and then, and NFORK forks. */
 	double t0 = now_s();
 	int forks = 0;
 	while (now_s() - t0 < secs || forks < NFORK) {
@@ -660,17 +680,8 @@ main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 		if (heapprof__cfg.signal > 0)
 			kill(getpid(), heapprof__cfg.signal);
-		if (forks < NFORK && now_s() - t0 > secs * (forks + 1) / 4) {
-			pid_t c = fork();
-			if (c == 0)
-				child(forks);
-			int st;
-			if (c < 0 || waitpid(c, &st, 0) != c)
-				failf("fork/wait: %s", strerror(errno));
-			else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-				failf("child %d: status %#x", forks, st);
-			forks++;
-		}
+		if (forks < NFORK && now_s() - t0 > secs * (forks + 1) / 4)
+			fork_and_wait(forks++);
 	}
 	atomic_store(&stop, 1);
 	long ops = 0;
