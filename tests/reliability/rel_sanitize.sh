@@ -63,5 +63,22 @@ for v in tsan asan ubsan; do
 	fi
 	# The files the run left (exit, periodic, children, API) decode.
 	[ -x "$HEAPPROF" ] && parses "rel.sanitize.$v.files" "$d"/*.pb.gz
+	# exit() while the workers allocate: the exit dump races with them
+	# and with the background thread. No leak check there (LeakSanitizer
+	# stops the world while threads run, and its tracer crashes).
+	mkdir -p "$d/exit"
+	# shellcheck disable=SC2086
+	run_t "rel.sanitize.$v.exit" 600 env $extra HEAPPROF_RATE=1 SAN_EXIT=1 \
+		SAN_TMPDIR="$d/exit" HEAPPROF_OUT="$d/exit/out.%p.pb.gz" \
+		HEAPPROF_INTERVAL=1 HEAPPROF_HTTP=127.0.0.1:0 \
+		ASAN_OPTIONS="$ASAN_OPTIONS detect_leaks=0" \
+		"$bin" "$SECS" 3 >"$d/exit/out" 2>"$d/exit/err" || continue
+	rep=$(grep -a -m1 -A12 "WARNING: ThreadSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$d/exit/err" |
+		grep -a -v "^ *$" | tr '\n' ' ' | cut -c1-900)
+	if [ $RC -eq 0 ] && [ -z "$rep" ] && [ -s "$(ls "$d"/exit/out.*.pb.gz 2>/dev/null | head -1)" ]; then
+		pass "rel.sanitize.$v.exit"
+	else
+		fail "rel.sanitize.$v.exit" "status $RC, no exit profile or: ${rep:-$(grep -a -m3 'FAIL' "$d/exit/err" | tr '\n' ' ')}"
+	fi
 done
 exit $FAILED

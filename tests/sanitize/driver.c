@@ -297,6 +297,12 @@ mail_get(blk *b)
 
 #define SLOTS 256
 static void fork_and_wait(int k);
+/* Not with SAN_EXIT=1: a fork racing with exit() meets a glibc 2.36 bug
+ * (exit's __cxa_finalize unregisters the atfork handlers while
+ * __run_prefork_handlers, its lock released, walks them: "Fatal glibc
+ * error: array index 0 not less than array length 0"). Written before
+ * the workers start. */
+static int worker_forks = 1;
 
 static void *
 worker(void *arg)
@@ -309,7 +315,7 @@ worker(void *arg)
 		blk *b = &held[rnd(&s) % SLOTS];
 		uint64_t r = rnd(&s) % 100;
 		ops++;
-		if (arg == 0 && ops % 2000 == 0 && ops / 2000 <= NFORK)
+		if (arg == 0 && worker_forks && ops % 2000 == 0 && ops / 2000 <= NFORK)
 			fork_and_wait(100 + (int)(ops / 2000));
 		if (!b->p) {
 			if (r < 15 && mail_get(b)) {
@@ -465,6 +471,8 @@ http_get(int port, const char *path)
 		int full = got == sizeof(resp) - 1;
 		ssize_t r = full ? read(fd, rest, sizeof(rest))
 		                 : read(fd, resp + got, sizeof(resp) - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
 		if (r <= 0) {
 			if (r < 0)
 				failf("http read %s: %s", path, strerror(errno));
@@ -661,6 +669,16 @@ main(int argc, char **argv)
 		fprintf(stderr, "driver: the profiler is not active\n");
 		return 2;
 	}
+	/* The profiler forwards to the sanitizer's malloc (hp_boot.c), or
+	 * the sanitizer would not see the program's blocks. */
+	if (heapprof__next.malloc != malloc || heapprof__next.free != free) {
+		fprintf(stderr, "driver: the next allocator is not the process's "
+		                "malloc (did bootstrap.c stop using dlsym?)\n");
+		return 2;
+	}
+	const char *ex = getenv("SAN_EXIT");
+	int exit_early = ex && !strcmp(ex, "1");
+	worker_forks = !exit_early;
 	pthread_t th[64], dth, hth, pth;
 	const char *pfd = getenv("SAN_PUSH_FD");
 	if (pfd)
@@ -673,6 +691,13 @@ main(int argc, char **argv)
 		pthread_create(&hth, NULL, http_client, (void *)(intptr_t)port);
 
 	/* The main thread: a signal dump now and then, and NFORK forks. */
+	/* SAN_EXIT=1: exit() in the middle of phase 1, the exit dump racing
+	 * with the workers (no checks but the sanitizer's). */
+	if (exit_early) {
+		struct timespec ts = {0, 500 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+		exit(atomic_load(&errors) ? 1 : 0);
+	}
 	double t0 = now_s();
 	int forks = 0;
 	while (now_s() - t0 < secs || forks < NFORK) {
