@@ -16,14 +16,18 @@
  * (1, small, 0, large); an HTTP client (if HEAPPROF_HTTP is set) scrapes
  * the endpoint; a local server receives HEAPPROF_PUSH profiles (SAN_PUSH=1:
  * the driver binds a port and re-executes itself with HEAPPROF_PUSH set);
- * the main thread sends HEAPPROF_SIGNAL and forks: each child dumps,
- * allocates and exits. Every block carries a pattern checked when it is
+ * the main thread sends HEAPPROF_SIGNAL, starts short-lived allocating
+ * threads, and forks (worker 0 too): each child dumps, allocates and
+ * exits. Every block carries a pattern checked when it is
  * freed, every pprof output is validated (heapprof_pprof_check).
  *
  * Phase 2 (exactness): everything freed, the text dump shows nothing in
  * use; at rate 1, new threads allocate blocks that the main thread keeps:
  * the dump's in-use objects and bytes are exactly what the driver holds,
  * and nothing once the main thread has freed them.
+ *
+ * SAN_EXIT=1: exit() half a second into phase 1 instead, the exit dump
+ * racing with the workers. SAN_TMPDIR: where dump files go.
  *
  * Exit status 0 if every check passed; the sanitizers' own exit codes
  * (set by the script) say whether they found anything.
@@ -641,6 +645,23 @@ holder(void *arg)
 	return NULL;
 }
 
+/* A short-lived thread of phase 1: its first allocations (a new thread's
+ * sampler state, its slot shard chosen), some left in the mailbox for the
+ * workers to free. */
+static void *
+short_thread(void *arg)
+{
+	uint64_t s = 0x51ed270b27f3c5e1ULL ^ (uintptr_t)arg;
+	for (int i = 0; i < 50; i++) {
+		blk b;
+		if (blk_alloc(&b, rand_size(&s), &s, 9) != 0)
+			continue;
+		if (i % 5 || !mail_put(&b))
+			blk_free(&b, "short thread free");
+	}
+	return NULL;
+}
+
 static double
 now_s(void)
 {
@@ -705,6 +726,12 @@ main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 		if (heapprof__cfg.signal > 0)
 			kill(getpid(), heapprof__cfg.signal);
+		pthread_t sh[4];
+		for (int i = 0; i < 4; i++)
+			pthread_create(&sh[i], NULL, short_thread,
+			               (void *)(intptr_t)(forks * 4 + i + 1));
+		for (int i = 0; i < 4; i++)
+			pthread_join(sh[i], NULL);
 		if (forks < NFORK && now_s() - t0 > secs * (forks + 1) / 4)
 			fork_and_wait(forks++);
 	}
