@@ -778,10 +778,13 @@ main(int argc, char **argv)
 		failf("at rate 1, all freed: %lld objects, %lld bytes in use",
 		      objs, bytes);
 
-	/* Push: at least one profile arrives (no deadline but the script's). */
+	/* Push: at least one profile arrives (every second when all is
+	 * well; two minutes is for a machine that is very loaded). */
 	if (pfd) {
-		while (!atomic_load(&pushes))
+		for (int i = 0; i < 120 && !atomic_load(&pushes); i++)
 			sleep(1);
+		if (!atomic_load(&pushes))
+			failf("no profile pushed in 2 minutes");
 		atomic_store(&stop_push, 1);
 		pthread_join(pth, NULL);
 	}
