@@ -216,7 +216,36 @@ $(B)/fuzz/replay_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz_util.h $(FUZZ_SRC)
 	$(CC) $(FUZZ_FLAGS) -fsanitize=address,undefined \
 		-fno-sanitize-recover=undefined -o $@ $< fuzz/replay.c $(FUZZ_SRC) -lz -lm
 
+# Sanitizer builds of the capture half (tests/sanitize/): the library's
+# sources with interpose.c's entry points renamed hp_malloc, ... and the
+# sanitizer's own malloc as the next allocator, linked into a multithreaded
+# driver, with clang under TSan, ASan and UBSan, one directory each.
+# tests/reliability/rel_sanitize.sh builds and runs them.
+SAN_VARIANTS := tsan asan ubsan
+SAN_CC ?= clang
+SAN_tsan  := -fsanitize=thread
+SAN_asan  := -fsanitize=address
+SAN_ubsan := -fsanitize=undefined -fno-sanitize-recover=all
+SAN_FLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
+	-fvisibility=hidden -Iinclude -Isrc/common -Isrc/format -Isrc/collect \
+	-Isrc/serve -MMD -MP
+# What the capture half links: no src/ops, no legacy-format readers.
+SAN_SRC := $(COMMON_SRC) $(filter-out src/format/legacy_%,$(FORMAT_SRC)) $(SERVE_SRC) \
+	$(filter-out src/collect/interpose.c src/collect/bootstrap.c,$(COLLECT_SRC)) \
+	tests/sanitize/hp_entry.c tests/sanitize/hp_boot.c
+define SAN_RULES
+$(B)/sanitize/$(1)/obj/%.o: %.c
+	@mkdir -p $$(dir $$@)
+	$$(SAN_CC) $$(SAN_FLAGS) $$(SAN_$(1)) -c $$< -o $$@
+$(B)/sanitize/$(1)/driver: tests/sanitize/driver.c $$(patsubst %.c,$(B)/sanitize/$(1)/obj/%.o,$$(SAN_SRC))
+	$$(SAN_CC) $$(SAN_FLAGS) $$(SAN_$(1)) -o $$@ $$(filter %.c %.o,$$^) $$(LIBS)
+endef
+$(foreach v,$(SAN_VARIANTS),$(eval $(call SAN_RULES,$(v))))
+.PHONY: sanitize
+sanitize: $(foreach v,$(SAN_VARIANTS),$(B)/sanitize/$(v)/driver)
+
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(B)/sanitize -name '*.d' 2>/dev/null)
 
 # The frame-pointer unwinder walks through the profiler's own frames; the
 # entry points (interpose.c) have none and must tail-call their slow paths.

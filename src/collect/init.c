@@ -302,12 +302,18 @@ wanted(const char *cmdline)
  * in glibc's tst-mallocfork2): it may hold that lock, so it is left alone.
  * Holding it across fork counts as being inside the profiler, since a
  * signal can arrive in the middle of fork() and its handler fork again.
- * Such nested forks happen only in single-threaded processes (glibc's
- * fork serialises its handlers otherwise), so a small stack suffices.
+ * Nesting is per thread (a handler runs on the thread it interrupted), so
+ * the stack is thread-local, a small one suffices, and the child (a copy
+ * of the forking thread) inherits the forking thread's. Forks of other
+ * threads do not nest but may run their handlers at the same time:
+ * glibc 2.36 releases its atfork lock around each handler call, so a
+ * shared counter was a data race (TSan, tests/sanitize/driver.c), whose
+ * lost update left the dump lock held or indexed fork_skip[-1].
  */
 #define FORK_NEST 16
-static int fork_depth;
-static unsigned char fork_skip[FORK_NEST];
+static __thread int fork_depth __attribute__((tls_model("initial-exec")));
+static __thread unsigned char fork_skip[FORK_NEST]
+	__attribute__((tls_model("initial-exec")));
 
 static void
 atfork_prepare(void)

@@ -7,7 +7,8 @@
 # allocation through the sampled path: range, slots, stacks, buckets,
 # dump) and must still count exactly. Built at -O1, where the entry points
 # do not tail-call their slow paths: this also covers the fallback that
-# skips the entry point's own frame.
+# skips the entry point's own frame. rel_sanitize.sh runs the same sources
+# under clang's TSan, ASan and UBSan, with the entry points renamed.
 . "$(dirname "$0")/../integration/lib.sh"
 need_go rel_ubsan
 oracle_tmpdir

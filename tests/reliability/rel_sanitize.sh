@@ -1,0 +1,84 @@
+#!/bin/sh
+# The capture half under ThreadSanitizer, AddressSanitizer and
+# UndefinedBehaviorSanitizer (issue 13): `make sanitize` builds the library's
+# sources with clang into build/sanitize/{tsan,asan,ubsan}/driver, the entry
+# points renamed hp_malloc, ... so the sanitizer keeps its own malloc, which
+# is then the profiler's next allocator (tests/sanitize/). The driver
+# (tests/sanitize/driver.c) races allocating threads (every entry point,
+# frees and reallocs across threads, the rate changed under them) with
+# dumps of every kind, the HTTP endpoint, push, periodic and signal dumps
+# and forks, then checks that the in-use totals are exact at rate 1.
+#
+# A variant FAILs on any sanitizer report (the run halts with status 66),
+# on a failed check of the driver, or on a hang. rel_ubsan.sh covers the
+# other half of the story: the real interposer (malloc itself) under UBSan.
+#   SAN_SECONDS  phase-1 wall time per variant (default 5)
+. "$(dirname "$0")/lib.sh"
+oracle_tmpdir
+SECS=${SAN_SECONDS:-$(by_tier 5 60)}
+if ! command -v "${SAN_CC:-clang}" >/dev/null 2>&1; then
+	skip rel.sanitize "no clang (make deps-test installs it)"
+	exit 0
+fi
+# The three builds, two at a time; a variant whose runtime is missing is
+# skipped, any other build failure fails.
+make -s -C "$REPO" -j2 -k sanitize >"$TMPD/build.log" 2>&1
+# TSan: halt at the first report. second_deadlock_stack: both stacks of a
+# lock-order inversion. report_signal_unsafe: malloc in a signal handler.
+TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 report_signal_unsafe=1"
+ASAN_OPTIONS="halt_on_error=1 exitcode=66 detect_leaks=1 strict_string_checks=1 check_initialization_order=1 detect_invalid_pointer_pairs=1"
+UBSAN_OPTIONS="halt_on_error=1 exitcode=66 print_stacktrace=1"
+export TSAN_OPTIONS ASAN_OPTIONS UBSAN_OPTIONS
+for v in tsan asan ubsan; do
+	bin=$REPO/build/sanitize/$v/driver
+	if [ ! -x "$bin" ] || [ "$bin" -ot "$REPO/tests/sanitize/driver.c" ]; then
+		if grep -q "clang_rt\|unsupported option\|unsupported argument" "$TMPD/build.log"; then
+			skip "rel.sanitize.$v" "no $v runtime: $(grep -m1 'clang_rt\|unsupported' "$TMPD/build.log")"
+		else
+			fail "rel.sanitize.$v.build" "$(grep -m3 'error' "$TMPD/build.log")"
+		fi
+		continue
+	fi
+	# Each variant takes another unwinder or symbolizer, so that all of
+	# them run under some sanitizer.
+	case $v in
+	tsan) extra="HEAPPROF_UNWIND=fp" ;;
+	asan) extra="HEAPPROF_SYMBOLIZE=dwarf" ;;
+	*) extra="HEAPPROF_UNWIND=libunwind" ;;
+	esac
+	d=$TMPD/$v
+	mkdir -p "$d"
+	# shellcheck disable=SC2086
+	run_t "rel.sanitize.$v" 600 env $extra HEAPPROF_RATE=1 SAN_TMPDIR="$d" \
+		HEAPPROF_OUT="$d/out.%p.pb.gz" HEAPPROF_INTERVAL=1 HEAPPROF_MODE=delta \
+		HEAPPROF_SIGNAL=USR2 HEAPPROF_HTTP=127.0.0.1:0 SAN_PUSH=1 \
+		"$bin" "$SECS" 3 >"$d/out" 2>"$d/err" || continue
+	rep=$(grep -a -m1 -A12 "WARNING: ThreadSanitizer\|ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$d/err" |
+		grep -a -v "^ *$" | tr '\n' ' ' | cut -c1-900)
+	if [ $RC -eq 0 ] && [ -z "$rep" ] && grep -q ": ok$" "$d/out"; then
+		pass "rel.sanitize.$v"
+	else
+		fail "rel.sanitize.$v" "status $RC: ${rep:-$(grep -a -m3 'FAIL' "$d/err" | tr '\n' ' ')}"
+		continue
+	fi
+	# The files the run left (exit, periodic, children, API) decode.
+	[ -x "$HEAPPROF" ] && parses "rel.sanitize.$v.files" "$d"/*.pb.gz
+	# exit() while the workers allocate: the exit dump races with them
+	# and with the background thread. No leak check there (LeakSanitizer
+	# stops the world while threads run, and its tracer crashes).
+	mkdir -p "$d/exit"
+	# shellcheck disable=SC2086
+	run_t "rel.sanitize.$v.exit" 600 env $extra HEAPPROF_RATE=1 SAN_EXIT=1 \
+		SAN_TMPDIR="$d/exit" HEAPPROF_OUT="$d/exit/out.%p.pb.gz" \
+		HEAPPROF_INTERVAL=1 HEAPPROF_HTTP=127.0.0.1:0 \
+		ASAN_OPTIONS="$ASAN_OPTIONS detect_leaks=0" \
+		"$bin" "$SECS" 3 >"$d/exit/out" 2>"$d/exit/err" || continue
+	rep=$(grep -a -m1 -A12 "WARNING: ThreadSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$d/exit/err" |
+		grep -a -v "^ *$" | tr '\n' ' ' | cut -c1-900)
+	if [ $RC -eq 0 ] && [ -z "$rep" ] && [ -s "$(ls "$d"/exit/out.*.pb.gz 2>/dev/null | head -1)" ]; then
+		pass "rel.sanitize.$v.exit"
+	else
+		fail "rel.sanitize.$v.exit" "status $RC, no exit profile or: ${rep:-$(grep -a -m3 'FAIL' "$d/exit/err" | tr '\n' ' ')}"
+	fi
+done
+exit $FAILED
