@@ -1,9 +1,11 @@
 /*
  * prof_names.h: the names of a profile's frames, shared by the CLI commands
  * that print stacks (top, collapse, flame). Every location gets one name per
- * Line (innermost first, as pprof's inlined frames are stored); a Line
- * without a function name, or a location without lines, is named by the ELF
- * symbol of its mapping's file (symbol cache), else by its address in hex.
+ * Line (innermost first, as pprof's inlined frames are stored), demangled
+ * where pprof demangles (name equal to system_name); a Line without a
+ * function name, or a location without lines, is named by the ELF symbol of
+ * its mapping's file (symbol cache) if the mapping is not marked symbolized,
+ * else "[file]" as go tool pprof -top names it, else "<unknown>".
  * Names are interned: equal strings get one id. Also the sample-index rule
  * and the open-error message that those commands share.
  */
@@ -33,6 +35,7 @@ typedef struct cli_names {
 	size_t nloc_ids, loc_ids_cap;
 	heapprof_mapping *maps; /* per decoder mapping, NUL-terminated strings */
 	size_t nmaps;
+	uint8_t *map_symbolized; /* per mapping: has_functions/files/lines */
 	heapprof_symcache *syms;
 } cli_names;
 
