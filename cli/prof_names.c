@@ -292,6 +292,63 @@ cli_pick_sample_index(const pprof_dec *d, const char *cmd, const char *want)
 	return -1;
 }
 
+/* Whether any sample has a nonzero value of type vi. */
+static int
+type_has_values(pprof_dec *d, size_t vi)
+{
+	pprof_sample_iter it;
+	pprof_sample s;
+	heapprof__pprof_samples(d, &it);
+	while (heapprof__pprof_sample_next(d, &it, &s) == 0)
+		if (s.values[vi] != 0)
+			return 1;
+	return 0;
+}
+
+long
+cli_pick_nonempty_index(pprof_dec *d, const char *cmd, const char *path,
+                        const char *want)
+{
+	long vi = cli_pick_sample_index(d, cmd, want);
+	if (vi < 0 || type_has_values(d, (size_t)vi))
+		return vi;
+	size_t tn;
+	const char *type = heapprof__pprof_string(d, d->types[vi].type, &tn);
+	long alt = -1;
+	if (!want) {
+		/* inuse_X empty (nothing in use at exit): alloc_X, else the
+		 * first type with values. */
+		if (tn > 6 && !memcmp(type, "inuse_", 6)) {
+			char a[128];
+			snprintf(a, sizeof(a), "alloc_%.*s", (int)(tn - 6), type + 6);
+			for (size_t i = 0; i < d->ntypes && alt < 0; i++)
+				if (heapprof__pprof_string_eq(d, d->types[i].type, a) &&
+				    type_has_values(d, i))
+					alt = (long)i;
+		}
+		for (size_t i = 0; i < d->ntypes && alt < 0; i++)
+			if (type_has_values(d, i))
+				alt = (long)i;
+	}
+	if (alt >= 0) {
+		size_t an;
+		const char *at = heapprof__pprof_string(d, d->types[alt].type, &an);
+		cli_err("%s: %s: %.*s is 0 in every sample (nothing in use when "
+		        "the profile was written); showing %.*s", cmd, path,
+		        (int)tn, type, (int)an, at);
+		return alt;
+	}
+	for (size_t i = 0; i < d->ntypes && want; i++)
+		if (type_has_values(d, i)) {
+			cli_err("%s: %s: %.*s is 0 in every sample; choose another "
+			        "type with --sample-index", cmd, path, (int)tn, type);
+			return -2;
+		}
+	cli_err("%s: %s: the profile is empty (every value of every sample "
+	        "is 0)", cmd, path);
+	return -2;
+}
+
 /* The first bytes of the input, inflated if gzip'd: for the text check. */
 static size_t
 peek(const uint8_t *p, size_t n, char *out, size_t cap)
@@ -341,12 +398,56 @@ cli_open_error(const char *cmd, const char *path, const uint8_t *buf,
 		cli_err("%s: %s: %s", cmd, path, heapprof_strerror(rc));
 }
 
+typedef struct growbuf {
+	uint8_t *p;
+	size_t len, cap;
+} growbuf;
+
+static int
+growbuf_write(void *arg, const void *p, size_t n)
+{
+	growbuf *m = arg;
+	if (m->cap - m->len < n) {
+		size_t cap = m->cap ? m->cap * 2 : 65536;
+		while (cap - m->len < n)
+			cap *= 2;
+		uint8_t *nb = realloc(m->p, cap);
+		if (!nb)
+			return -ENOMEM;
+		m->p = nb;
+		m->cap = cap;
+	}
+	memcpy(m->p + m->len, p, n);
+	m->len += n;
+	return 0;
+}
+
+int
+cli_read_profile(const char *path, uint8_t **out, size_t *len)
+{
+	int rc = cli_read_file(path, out, len);
+	if (rc || !looks_like_text(*out, *len))
+		return rc;
+	/* Legacy text (heapprof run --text, gperftools, Go debug=1): read
+	 * as pprof reads it, through the converter. */
+	growbuf m = {0};
+	rc = heapprof_legacy_to_pprof(*out, *len, 0, growbuf_write, &m, NULL);
+	if (rc < 0) {
+		free(m.p);
+		return 0; /* not legacy either: the decoder says what it is */
+	}
+	free(*out);
+	*out = m.p;
+	*len = m.len;
+	return 0;
+}
+
 int
 cli_prof_load(cli_prof *p, const char *cmd, const char *path)
 {
 	memset(p, 0, sizeof(*p));
 	heapprof__pprof_dec_init(&p->d, NULL, NULL);
-	int rc = cli_read_file(path, &p->buf, &p->len);
+	int rc = cli_read_profile(path, &p->buf, &p->len);
 	if (rc) {
 		cli_err("%s: %s: %s", cmd, path, heapprof_strerror(rc));
 		return 1;

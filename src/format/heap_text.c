@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "heapprof.h"
+#include "demangle.h"
 #include "compiler.h"
 
 typedef struct tw {
@@ -66,6 +67,27 @@ cmp_inuse(const void *a, const void *b)
 	return ix > iy ? -1 : ix < iy;
 }
 
+/* Leaf frames that are C++ allocator entry points (operator new, new[]):
+ * left out as heap_encode.c leaves them out of the pprof form. */
+static size_t
+alloc_frames(const heapprof_heap_profile *p, const heapprof_record *r)
+{
+	size_t k = 0;
+	while (p->symbolize && k + 1 < r->depth) {
+		const heapprof_mapping *m = NULL;
+		for (size_t i = 0; i < p->nmappings && !m; i++)
+			if (r->stack[k] >= p->mappings[i].start &&
+			    r->stack[k] < p->mappings[i].limit)
+				m = &p->mappings[i];
+		const char *name = p->symbolize(p->symbolize_arg, r->stack[k], m);
+		if (!name || !heapprof__is_alloc_entry(
+			             name, heapprof__sym_unversioned_len(name)))
+			break;
+		k++;
+	}
+	return k;
+}
+
 HP_EXPORT int
 heapprof_encode_heap_text(const heapprof_heap_profile *p,
                           heapprof_write_fn *write, void *arg)
@@ -108,7 +130,7 @@ heapprof_encode_heap_text(const heapprof_heap_profile *p,
 		          r->alloc_objects - r->free_objects,
 		          r->alloc_bytes - r->free_bytes, r->alloc_objects,
 		          r->alloc_bytes);
-		for (size_t d = 0; d < r->depth; d++)
+		for (size_t d = alloc_frames(p, r); d < r->depth; d++)
 			tw_printf(t, " 0x%" PRIx64, r->stack[d] + 1);
 		tw_printf(t, "\n");
 	}
