@@ -75,9 +75,9 @@ run(const char *path, const char *out, const char *sample_index)
 	cli_fold_init(&f, 1, 1);
 	if (cli_prof_load(&p, "collapse", path))
 		goto done;
-	long vi = cli_pick_sample_index(&p.d, "collapse", sample_index);
+	long vi = cli_pick_nonempty_index(&p.d, "collapse", path, sample_index);
 	if (vi < 0) {
-		st = 2;
+		st = vi == -1 ? 2 : 1;
 		goto done;
 	}
 	slot = malloc(p.d.ntypes * sizeof(*slot));

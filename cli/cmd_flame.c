@@ -214,9 +214,12 @@ run(const opts *o)
 	cli_fold_init(&f, 0, 0);
 	if (cli_prof_load(&p, "flame", o->path))
 		goto done;
-	long vi = cli_pick_sample_index(&p.d, "flame", o->sample_index);
+	/* With --base, an empty type can still differ from the base's. */
+	long vi = o->base ? cli_pick_sample_index(&p.d, "flame", o->sample_index)
+	                  : cli_pick_nonempty_index(&p.d, "flame", o->path,
+	                                            o->sample_index);
 	if (vi < 0) {
-		st = 2;
+		st = vi == -1 ? 2 : 1;
 		goto done;
 	}
 	size_t nt = p.d.ntypes;

@@ -15,6 +15,7 @@
 
 #include "heapprof.h"
 #include "cli.h"
+#include "run_child.h"
 #include "parse.h"
 
 static void
@@ -269,14 +270,16 @@ cli_run(int argc, char **argv)
 		return 2;
 	}
 	snprintf(pre, n, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
-	char pid[32];
-	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
-	if (setenv_checked("LD_PRELOAD", pre) ||
-	    setenv_checked("HEAPPROF_MAINPID", pid))
+	if (setenv_checked("LD_PRELOAD", pre))
 		return 2;
 	free(pre);
-	execvp(argv[optind], argv + optind);
-	int e = errno;
-	cli_err("run: cannot run '%s': %s", argv[optind], strerror(e));
-	return e == ENOENT ? 127 : 126;
+	/* Relative to here, not to wherever the program chdir's. */
+	if ((rc = cli_run_absolute_output())) {
+		cli_err("run: cannot make the output path absolute: %s",
+		        strerror(-rc));
+		return 2;
+	}
+	cli_run_check_program(argv[optind]);
+	const char *ed = getenv("HEAPPROF_EXIT");
+	return cli_run_child(argv + optind, !(ed && !strcmp(ed, "0")));
 }

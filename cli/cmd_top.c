@@ -55,6 +55,15 @@ typedef struct node {
 	int in_inline, in_call; /* kinds of incoming edges among kept nodes */
 } node;
 
+/* A merged sample: its key at keys[key .. key + klen) starts with the
+ * location count and indexes; v is the sum of the chosen value. */
+typedef struct msample {
+	size_t key;
+	uint32_t klen;
+	int is_base; /* labelled pprof::base=true (a -diff_base sample) */
+	int64_t v;
+} msample;
+
 typedef struct top {
 	pprof_dec d;
 	regex_t *focus; /* --focus, or NULL */
@@ -62,6 +71,14 @@ typedef struct top {
 	cli_names nm;
 	node *nodes; /* one per name id of nm */
 	size_t nnodes;
+	/* The samples merged as pprof's profile.Merge merges them before
+	 * anything is summed: one per (locations, labels), values added. */
+	msample *ms;
+	size_t nms, ms_cap;
+	uint64_t *keys; /* arena: each sample's key, see sample_key */
+	size_t nkeys, keys_cap;
+	uint32_t *slots; /* key hash -> ms index + 1 */
+	size_t nslots;
 } top;
 
 /* One node per frame name, in name id order. */
@@ -90,15 +107,25 @@ build_nodes(top *t)
 	return 0;
 }
 
+/* The location indexes of merged sample m (leaf first) and their count. */
+static const uint64_t *
+ms_locs(const top *t, const msample *m, size_t *n)
+{
+	*n = (size_t)t->keys[m->key];
+	return t->keys + m->key + 1;
+}
+
 /* --focus: does the sample go through a matching function? */
 static int
-focused(const top *t, const pprof_sample *s)
+focused(const top *t, const msample *m)
 {
 	if (!t->focus)
 		return 1;
-	for (size_t j = 0; j < s->nlocations; j++) {
+	size_t nl;
+	const uint64_t *locs = ms_locs(t, m, &nl);
+	for (size_t j = 0; j < nl; j++) {
 		uint32_t cnt;
-		const uint32_t *ids = cli_names_loc(&t->nm, s->location_index[j], &cnt);
+		const uint32_t *ids = cli_names_loc(&t->nm, (uint32_t)locs[j], &cnt);
 		for (uint32_t k = 0; k < cnt; k++)
 			if (t->nodes[ids[k]].focus)
 				return 1;
@@ -106,59 +133,187 @@ focused(const top *t, const pprof_sample *s)
 	return 0;
 }
 
+/* Sums and absolute values wrap as Go's int64 arithmetic does in pprof
+ * (no undefined behaviour in C at INT64_MIN or on overflow). */
 static int64_t
 abs64(int64_t v)
 {
-	return v < 0 ? -v : v;
+	return (int64_t)(v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 }
 
-/* Adds every sample's value `vi` to flat (leaf) and cum (once per node
- * per sample). Sets the total as pprof's computeTotal does. */
-static int
-accumulate(top *t, size_t vi, int64_t *total)
+static int64_t
+add64(int64_t a, int64_t b)
 {
-	pprof_dec *d = &t->d;
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static int
+cmp_label(const void *a, const void *b)
+{
+	const pprof_label *x = a, *y = b;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->str != y->str)
+		return x->str < y->str ? -1 : 1;
+	if (x->num != y->num)
+		return x->num < y->num ? -1 : 1;
+	return x->num_unit < y->num_unit ? -1 : x->num_unit > y->num_unit;
+}
+
+static uint64_t
+key_hash(const uint64_t *k, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ k[i]) * 0x100000001b3ull ^ (h >> 29);
+	return h;
+}
+
+static int
+reserve_keys(top *t, size_t n)
+{
+	if (t->keys_cap - t->nkeys >= n)
+		return 0;
+	size_t nc = t->keys_cap ? t->keys_cap * 2 : 4096;
+	while (nc - t->nkeys < n)
+		nc *= 2;
+	uint64_t *nk = realloc(t->keys, nc * sizeof(*nk));
+	if (!nk)
+		return -ENOMEM;
+	t->keys = nk;
+	t->keys_cap = nc;
+	return 0;
+}
+
+static int
+grow_slots(top *t)
+{
+	size_t ns = t->nslots ? t->nslots * 2 : 1024;
+	uint32_t *sl = calloc(ns, sizeof(*sl));
+	if (!sl)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nms; i++) {
+		const msample *m = &t->ms[i];
+		size_t j = key_hash(t->keys + m->key, m->klen) & (ns - 1);
+		while (sl[j])
+			j = (j + 1) & (ns - 1);
+		sl[j] = (uint32_t)i + 1;
+	}
+	free(t->slots);
+	t->slots = sl;
+	t->nslots = ns;
+	return 0;
+}
+
+/* Adds sample s (value vi) to its merged sample: key = location indexes,
+ * then the labels sorted (pprof's sampleKey, by string index). */
+static int
+merge_sample(top *t, const pprof_sample *s, size_t vi)
+{
+	size_t klen = 1 + s->nlocations + 4 * s->nlabels;
+	int rc = reserve_keys(t, klen);
+	if (rc)
+		return rc;
+	uint64_t *k = t->keys + t->nkeys;
+	k[0] = s->nlocations;
+	for (size_t j = 0; j < s->nlocations; j++)
+		k[1 + j] = s->location_index[j];
+	pprof_label lb[64], *l = lb;
+	if (s->nlabels > 64 && !(l = malloc(s->nlabels * sizeof(*l))))
+		return -ENOMEM;
+	memcpy(l, s->labels, s->nlabels * sizeof(*l));
+	qsort(l, s->nlabels, sizeof(*l), cmp_label);
+	int is_base = 0;
+	for (size_t j = 0; j < s->nlabels; j++) {
+		uint64_t *e = k + 1 + s->nlocations + 4 * j;
+		e[0] = l[j].key;
+		e[1] = l[j].str;
+		e[2] = (uint64_t)l[j].num;
+		e[3] = l[j].num_unit;
+		if (heapprof__pprof_string_eq(&t->d, l[j].key, "pprof::base") &&
+		    heapprof__pprof_string_eq(&t->d, l[j].str, "true"))
+			is_base = 1;
+	}
+	if (l != lb)
+		free(l);
+	if ((t->nms + 1) * 2 > t->nslots && (rc = grow_slots(t)))
+		return rc;
+	size_t j = key_hash(k, klen) & (t->nslots - 1);
+	for (; t->slots[j]; j = (j + 1) & (t->nslots - 1)) {
+		msample *m = &t->ms[t->slots[j] - 1];
+		if (m->klen == klen &&
+		    !memcmp(t->keys + m->key, k, klen * sizeof(*k))) {
+			m->v = add64(m->v, s->values[vi]);
+			return 0;
+		}
+	}
+	if (t->nms == t->ms_cap) {
+		size_t nc = t->ms_cap ? t->ms_cap * 2 : 1024;
+		msample *nm = realloc(t->ms, nc * sizeof(*nm));
+		if (!nm)
+			return -ENOMEM;
+		t->ms = nm;
+		t->ms_cap = nc;
+	}
+	t->ms[t->nms] = (msample){t->nkeys, (uint32_t)klen, is_base,
+	                          s->values[vi]};
+	t->slots[j] = (uint32_t)++t->nms;
+	t->nkeys += klen;
+	return 0;
+}
+
+static int
+merge_samples(top *t, size_t vi)
+{
 	pprof_sample_iter it;
 	pprof_sample s;
+	int rc;
+	heapprof__pprof_samples(&t->d, &it);
+	while ((rc = heapprof__pprof_sample_next(&t->d, &it, &s)) == 0)
+		if ((rc = merge_sample(t, &s, vi)))
+			return rc;
+	return rc < 0 ? rc : 0;
+}
+
+/* Adds every merged sample's value to flat (leaf) and cum (once per node
+ * per sample). Sets the total as pprof's computeTotal does. */
+static int
+accumulate(top *t, int64_t *total)
+{
 	int64_t all = 0, base = 0;
 	size_t stamp = 0;
-	int rc;
-	heapprof__pprof_samples(d, &it);
-	while ((rc = heapprof__pprof_sample_next(d, &it, &s)) == 0) {
-		int64_t v = s.values[vi];
-		int is_base = 0;
-		for (size_t k = 0; k < s.nlabels; k++)
-			if (heapprof__pprof_string_eq(d, s.labels[k].key,
-			                              "pprof::base") &&
-			    heapprof__pprof_string_eq(d, s.labels[k].str, "true"))
-				is_base = 1;
+	for (size_t i = 0; i < t->nms; i++) {
+		const msample *m = &t->ms[i];
+		int64_t v = m->v;
 		/* pprof's total counts every sample, focused or not. */
-		all += abs64(v);
-		if (is_base)
-			base += abs64(v);
-		if (v == 0 || !focused(t, &s))
+		all = add64(all, abs64(v));
+		if (m->is_base)
+			base = add64(base, abs64(v));
+		if (v == 0 || !focused(t, m))
 			continue;
 		stamp++;
 		node *leaf = NULL;
-		for (size_t j = 0; j < s.nlocations; j++) {
+		size_t nl;
+		const uint64_t *locs = ms_locs(t, m, &nl);
+		for (size_t j = 0; j < nl; j++) {
 			uint32_t cnt;
 			const uint32_t *ids =
-				cli_names_loc(&t->nm, s.location_index[j], &cnt);
+				cli_names_loc(&t->nm, (uint32_t)locs[j], &cnt);
 			for (uint32_t k = 0; k < cnt; k++) {
 				node *n = &t->nodes[ids[k]];
 				if (!leaf)
 					leaf = n;
 				if (n->stamp != stamp) {
 					n->stamp = stamp;
-					n->cum += v;
+					n->cum = add64(n->cum, v);
 				}
 			}
 		}
 		if (leaf)
-			leaf->flat += v;
+			leaf->flat = add64(leaf->flat, v);
 	}
 	*total = base > 0 ? base : all;
-	return rc < 0 ? rc : 0;
+	return 0;
 }
 
 /* Edges between kept nodes, as pprof's graph has them: caller -> callee,
@@ -214,32 +369,31 @@ edge_add(edges *e, uint32_t from, uint32_t to, int inl, int64_t w,
 	if (x->stamp == stamp)
 		return 0;
 	x->stamp = stamp;
-	x->weight += w;
+	x->weight = add64(x->weight, w);
 	if (!inl)
 		x->inl = 0;
 	return 0;
 }
 
 static int
-mark_inline(top *t, size_t vi, int64_t cutoff)
+mark_inline(top *t, int64_t cutoff)
 {
-	pprof_dec *d = &t->d;
-	pprof_sample_iter it;
-	pprof_sample s;
 	edges e = {0};
 	size_t stamp = 0;
-	int rc;
-	heapprof__pprof_samples(d, &it);
-	while ((rc = heapprof__pprof_sample_next(d, &it, &s)) == 0) {
-		int64_t w = s.values[vi];
-		if (w == 0 || !focused(t, &s))
+	int rc = 0;
+	for (size_t i = 0; i < t->nms; i++) {
+		const msample *m = &t->ms[i];
+		int64_t w = m->v;
+		if (w == 0 || !focused(t, m))
 			continue;
 		stamp++;
 		long parent = -1;
-		for (size_t j = s.nlocations; j-- > 0;) {
+		size_t nl;
+		const uint64_t *locs = ms_locs(t, m, &nl);
+		for (size_t j = nl; j-- > 0;) {
 			uint32_t cnt;
 			const uint32_t *ids =
-				cli_names_loc(&t->nm, s.location_index[j], &cnt);
+				cli_names_loc(&t->nm, (uint32_t)locs[j], &cnt);
 			for (uint32_t k = cnt; k-- > 0;) {
 				uint32_t id = ids[k];
 				if (!t->nodes[id].kept)
@@ -285,6 +439,9 @@ static void
 top_free(top *t)
 {
 	free(t->nodes);
+	free(t->ms);
+	free(t->keys);
+	free(t->slots);
 	cli_names_free(&t->nm);
 	heapprof__pprof_dec_free(&t->d);
 }
@@ -316,7 +473,8 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 	if (vi < 0)
 		return 2;
 	int64_t total = 0;
-	if ((rc = build_nodes(t)) || (rc = accumulate(t, (size_t)vi, &total))) {
+	if ((rc = build_nodes(t)) || (rc = merge_samples(t, (size_t)vi)) ||
+	    (rc = accumulate(t, &total))) {
 		cli_err("top: %s: %s", path, heapprof_strerror(rc));
 		return 1;
 	}
@@ -332,7 +490,7 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 	for (size_t i = 0; i < t->nnodes; i++)
 		if (t->nodes[i].flat || t->nodes[i].cum) {
 			g[ng++] = &t->nodes[i];
-			flat_all += t->nodes[i].flat;
+			flat_all = add64(flat_all, t->nodes[i].flat);
 		}
 	int64_t cutoff = abs64((int64_t)((double)flat_all * 0.005));
 	for (size_t i = 0; i < ng; i++)
@@ -344,8 +502,7 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 		kept = (size_t)max_nodes;
 	for (size_t i = 0; i < kept; i++)
 		g[i]->kept = 1;
-	if ((rc = mark_inline(t, (size_t)vi,
-	                       abs64((int64_t)((double)flat_all * 0.001))))) {
+	if ((rc = mark_inline(t, abs64((int64_t)((double)flat_all * 0.001))))) {
 		free(g);
 		cli_err("top: %s: %s", path, heapprof_strerror(rc));
 		return 1;
@@ -405,7 +562,7 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 		printf("Active filters:\n   focus=%s\n", t->focus_text);
 	int64_t shown = 0;
 	for (size_t i = 0; i < kept; i++)
-		shown += g[i]->flat;
+		shown = add64(shown, g[i]->flat);
 	cli_top_fmt_value(&f, shown, a, sizeof(a));
 	cli_top_fmt_value(&f, total, b, sizeof(b));
 	cli_top_percent(shown, total, p, sizeof(p));
@@ -427,7 +584,7 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 	int64_t sum = 0;
 	for (size_t i = 0; i < kept; i++) {
 		char fp[16], sp[16], cp[16];
-		sum += g[i]->flat;
+		sum = add64(sum, g[i]->flat);
 		cli_top_fmt_value(&f, g[i]->flat, a, sizeof(a));
 		cli_top_fmt_value(&f, g[i]->cum, b, sizeof(b));
 		cli_top_percent(g[i]->flat, total, fp, sizeof(fp));
@@ -478,7 +635,7 @@ subtract_base(uint8_t **buf, size_t *len, const char *path, const char *base)
 {
 	uint8_t *old;
 	size_t old_len;
-	int rc = cli_read_file(base, &old, &old_len);
+	int rc = cli_read_profile(base, &old, &old_len);
 	if (rc) {
 		cli_err("top: %s: %s", base, heapprof_strerror(rc));
 		return 1;
@@ -568,7 +725,7 @@ cli_top(int argc, char **argv)
 	}
 	uint8_t *buf;
 	size_t len;
-	int rc = cli_read_file(path, &buf, &len);
+	int rc = cli_read_profile(path, &buf, &len);
 	if (rc) {
 		cli_err("top: %s: %s", path, heapprof_strerror(rc));
 		return 1;

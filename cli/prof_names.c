@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "cli.h"
+#include "demangle.h"
 #include "prof_names.h"
 
 static uint64_t
@@ -105,7 +106,8 @@ static int
 load_mappings(cli_names *nm, const pprof_dec *d)
 {
 	nm->maps = calloc(d->nmaps ? d->nmaps : 1, sizeof(*nm->maps));
-	if (!nm->maps)
+	nm->map_symbolized = calloc(d->nmaps ? d->nmaps : 1, 1);
+	if (!nm->maps || !nm->map_symbolized)
 		return -ENOMEM;
 	for (size_t i = 0; i < d->nmaps; i++) {
 		pprof_mapping pm;
@@ -116,6 +118,8 @@ load_mappings(cli_names *nm, const pprof_dec *d)
 		char *bid = dup_string(d, pm.build_id);
 		nm->maps[i] = (heapprof_mapping){pm.memory_start, pm.memory_limit,
 		                                 pm.file_offset, file, bid};
+		nm->map_symbolized[i] = pm.has_functions || pm.has_filenames ||
+		                        pm.has_line_numbers;
 		nm->nmaps = i + 1;
 		if (!file || !bid)
 			return -ENOMEM;
@@ -123,21 +127,59 @@ load_mappings(cli_names *nm, const pprof_dec *d)
 	return 0;
 }
 
-/* A location without usable function data: an ELF symbol of its mapping's
- * file, else its address. */
+/* A C++ linkage name demangled as pprof's default shows it (simple form:
+ * "ns::Class::method"); other names as they are. */
+static long
+demangled(cli_names *nm, const char *s, size_t n)
+{
+	if (n > 2 && s[0] == '_' && s[1] == 'Z') {
+		char *z = strndup(s, n);
+		char *dm = z ? heapprof__demangle(z, 0) : NULL;
+		free(z);
+		if (dm) {
+			long id = cli_names_intern(nm, dm, strlen(dm));
+			free(dm);
+			return id;
+		}
+	}
+	return cli_names_intern(nm, s, n);
+}
+
+/* A name from an ELF symbol table: its version suffix dropped
+ * ("__libc_start_main@@GLIBC_2.34"), demangled. */
+static long
+intern_symbol(cli_names *nm, const char *s)
+{
+	return demangled(nm, s, heapprof__sym_unversioned_len(s));
+}
+
+/* A location (or Line) without a function name, as go tool pprof -top
+ * names it: from the ELF symbols of its mapping's file when the mapping is
+ * not marked symbolized (pprof symbolizes those from the local file), else
+ * "[file's base name]" (pprof's NodeInfo with only an object file: every
+ * unnamed frame of a library is one row), else "<unknown>". */
 static long
 unknown_name(cli_names *nm, const pprof_dec *d, const pprof_location *l)
 {
 	const char *name = NULL;
 	long mi = heapprof__pprof_find_mapping(d, l->mapping_id);
-	if (mi >= 0 && l->address)
+	if (mi >= 0 && l->address && !nm->map_symbolized[mi])
 		name = heapprof__symcache_lookup(nm->syms, &nm->maps[mi],
 		                                 l->address);
 	if (name)
-		return cli_names_intern(nm, name, strlen(name));
-	char hex[32];
-	int n = snprintf(hex, sizeof(hex), "0x%" PRIx64, l->address);
-	return cli_names_intern(nm, hex, (size_t)n);
+		return intern_symbol(nm, name);
+	const char *file = mi >= 0 ? nm->maps[mi].file : "";
+	if (!file[0])
+		return cli_names_intern(nm, "<unknown>", 9);
+	const char *b = strrchr(file, '/');
+	b = b ? b + 1 : file;
+	char *br = malloc(strlen(b) + 3);
+	if (!br)
+		return -1;
+	int n = sprintf(br, "[%s]", b);
+	long id = cli_names_intern(nm, br, (size_t)n);
+	free(br);
+	return id;
 }
 
 int
@@ -166,11 +208,18 @@ cli_names_build(cli_names *nm, pprof_dec *d)
 			pprof_function f;
 			size_t nl = 0;
 			const char *s = NULL;
+			int plain = 0; /* name == system_name: pprof demangles */
 			if (fi >= 0 &&
-			    heapprof__pprof_function(d, (size_t)fi, &f) == 0)
+			    heapprof__pprof_function(d, (size_t)fi, &f) == 0) {
 				s = heapprof__pprof_string(d, f.name, &nl);
-			rc = push_id(nm, nl ? cli_names_intern(nm, s, nl)
-			                    : unknown_name(nm, d, &l));
+				size_t sl;
+				const char *ss = heapprof__pprof_string(
+					d, f.system_name, &sl);
+				plain = sl == nl && memcmp(s, ss, nl) == 0;
+			}
+			rc = push_id(nm, !nl     ? unknown_name(nm, d, &l)
+			                 : plain ? demangled(nm, s, nl)
+			                         : cli_names_intern(nm, s, nl));
 			if (rc)
 				return rc;
 		}
@@ -191,6 +240,7 @@ cli_names_free(cli_names *nm)
 		free((char *)nm->maps[i].build_id);
 	}
 	free(nm->maps);
+	free(nm->map_symbolized);
 	free(nm->v);
 	free(nm->slots);
 	free(nm->loc_first);
@@ -242,6 +292,63 @@ cli_pick_sample_index(const pprof_dec *d, const char *cmd, const char *want)
 	return -1;
 }
 
+/* Whether any sample has a nonzero value of type vi. */
+static int
+type_has_values(pprof_dec *d, size_t vi)
+{
+	pprof_sample_iter it;
+	pprof_sample s;
+	heapprof__pprof_samples(d, &it);
+	while (heapprof__pprof_sample_next(d, &it, &s) == 0)
+		if (s.values[vi] != 0)
+			return 1;
+	return 0;
+}
+
+long
+cli_pick_nonempty_index(pprof_dec *d, const char *cmd, const char *path,
+                        const char *want)
+{
+	long vi = cli_pick_sample_index(d, cmd, want);
+	if (vi < 0 || type_has_values(d, (size_t)vi))
+		return vi;
+	size_t tn;
+	const char *type = heapprof__pprof_string(d, d->types[vi].type, &tn);
+	long alt = -1;
+	if (!want) {
+		/* inuse_X empty (nothing in use at exit): alloc_X, else the
+		 * first type with values. */
+		if (tn > 6 && !memcmp(type, "inuse_", 6)) {
+			char a[128];
+			snprintf(a, sizeof(a), "alloc_%.*s", (int)(tn - 6), type + 6);
+			for (size_t i = 0; i < d->ntypes && alt < 0; i++)
+				if (heapprof__pprof_string_eq(d, d->types[i].type, a) &&
+				    type_has_values(d, i))
+					alt = (long)i;
+		}
+		for (size_t i = 0; i < d->ntypes && alt < 0; i++)
+			if (type_has_values(d, i))
+				alt = (long)i;
+	}
+	if (alt >= 0) {
+		size_t an;
+		const char *at = heapprof__pprof_string(d, d->types[alt].type, &an);
+		cli_err("%s: %s: %.*s is 0 in every sample (nothing in use when "
+		        "the profile was written); showing %.*s", cmd, path,
+		        (int)tn, type, (int)an, at);
+		return alt;
+	}
+	for (size_t i = 0; i < d->ntypes && want; i++)
+		if (type_has_values(d, i)) {
+			cli_err("%s: %s: %.*s is 0 in every sample; choose another "
+			        "type with --sample-index", cmd, path, (int)tn, type);
+			return -2;
+		}
+	cli_err("%s: %s: the profile is empty (every value of every sample "
+	        "is 0)", cmd, path);
+	return -2;
+}
+
 /* The first bytes of the input, inflated if gzip'd: for the text check. */
 static size_t
 peek(const uint8_t *p, size_t n, char *out, size_t cap)
@@ -291,12 +398,56 @@ cli_open_error(const char *cmd, const char *path, const uint8_t *buf,
 		cli_err("%s: %s: %s", cmd, path, heapprof_strerror(rc));
 }
 
+typedef struct growbuf {
+	uint8_t *p;
+	size_t len, cap;
+} growbuf;
+
+static int
+growbuf_write(void *arg, const void *p, size_t n)
+{
+	growbuf *m = arg;
+	if (m->cap - m->len < n) {
+		size_t cap = m->cap ? m->cap * 2 : 65536;
+		while (cap - m->len < n)
+			cap *= 2;
+		uint8_t *nb = realloc(m->p, cap);
+		if (!nb)
+			return -ENOMEM;
+		m->p = nb;
+		m->cap = cap;
+	}
+	memcpy(m->p + m->len, p, n);
+	m->len += n;
+	return 0;
+}
+
+int
+cli_read_profile(const char *path, uint8_t **out, size_t *len)
+{
+	int rc = cli_read_file(path, out, len);
+	if (rc || !looks_like_text(*out, *len))
+		return rc;
+	/* Legacy text (heapprof run --text, gperftools, Go debug=1): read
+	 * as pprof reads it, through the converter. */
+	growbuf m = {0};
+	rc = heapprof_legacy_to_pprof(*out, *len, 0, growbuf_write, &m, NULL);
+	if (rc < 0) {
+		free(m.p);
+		return 0; /* not legacy either: the decoder says what it is */
+	}
+	free(*out);
+	*out = m.p;
+	*len = m.len;
+	return 0;
+}
+
 int
 cli_prof_load(cli_prof *p, const char *cmd, const char *path)
 {
 	memset(p, 0, sizeof(*p));
 	heapprof__pprof_dec_init(&p->d, NULL, NULL);
-	int rc = cli_read_file(path, &p->buf, &p->len);
+	int rc = cli_read_profile(path, &p->buf, &p->len);
 	if (rc) {
 		cli_err("%s: %s: %s", cmd, path, heapprof_strerror(rc));
 		return 1;

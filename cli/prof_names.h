@@ -1,9 +1,11 @@
 /*
  * prof_names.h: the names of a profile's frames, shared by the CLI commands
  * that print stacks (top, collapse, flame). Every location gets one name per
- * Line (innermost first, as pprof's inlined frames are stored); a Line
- * without a function name, or a location without lines, is named by the ELF
- * symbol of its mapping's file (symbol cache), else by its address in hex.
+ * Line (innermost first, as pprof's inlined frames are stored), demangled
+ * where pprof demangles (name equal to system_name); a Line without a
+ * function name, or a location without lines, is named by the ELF symbol of
+ * its mapping's file (symbol cache) if the mapping is not marked symbolized,
+ * else "[file]" as go tool pprof -top names it, else "<unknown>".
  * Names are interned: equal strings get one id. Also the sample-index rule
  * and the open-error message that those commands share.
  */
@@ -33,6 +35,7 @@ typedef struct cli_names {
 	size_t nloc_ids, loc_ids_cap;
 	heapprof_mapping *maps; /* per decoder mapping, NUL-terminated strings */
 	size_t nmaps;
+	uint8_t *map_symbolized; /* per mapping: has_functions/files/lines */
 	heapprof_symcache *syms;
 } cli_names;
 
@@ -59,10 +62,23 @@ cli_names_loc(const cli_names *nm, uint32_t li, uint32_t *count)
 long cli_pick_sample_index(const pprof_dec *d, const char *cmd,
                            const char *want);
 
+/* cli_pick_sample_index, for views that draw one type (collapse, flame):
+ * if the type is 0 in every sample and none was asked for (inuse_space of
+ * a program that freed everything), the matching alloc_ type, else the
+ * first type with values, with a note on stderr. -1: bad choice (printed),
+ * -2: nothing to show (printed: "the profile is empty"). */
+long cli_pick_nonempty_index(pprof_dec *d, const char *cmd, const char *path,
+                             const char *want);
+
 /* Prints why heapprof__pprof_dec_open() failed with rc on buf[0..len) read
  * from path: "CMD: PATH: error", or a hint for legacy text profiles. */
 void cli_open_error(const char *cmd, const char *path, const uint8_t *buf,
                     size_t len, int rc);
+
+/* Reads path ("-": stdin) as cli_read_file does; a legacy text heap
+ * profile (heapprof's --text output, gperftools, Go's debug=1) comes back
+ * converted to profile.proto, as go tool pprof reads it. 0 or -errno. */
+int cli_read_profile(const char *path, uint8_t **out, size_t *len);
 
 /* A profile read from a file, decoded and named. */
 typedef struct cli_prof {

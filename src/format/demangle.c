@@ -112,7 +112,13 @@ pick_name(char *s)
 char *
 heapprof__demangle(const char *mangled, int full)
 {
-	heapprof_demangle_fn *dm = heapprof__demangler();
+	return heapprof__demangle_with(heapprof__demangler(), mangled, full);
+}
+
+char *
+heapprof__demangle_with(heapprof_demangle_fn *dm, const char *mangled,
+                        int full)
+{
 	if (!dm || !mangled || mangled[0] != '_' || mangled[1] != 'Z')
 		return NULL;
 	int st = -1;
@@ -136,4 +142,27 @@ heapprof__demangle(const char *mangled, int full)
 		return d;
 	free(d);
 	return s;
+}
+
+size_t
+heapprof__sym_unversioned_len(const char *name)
+{
+	/* "name@@VERSION" (default) or "name@VERSION": '@' is in no C or
+	 * mangled C++ name, so the first one (not at the start) begins it. */
+	const char *at = name[0] ? strchr(name + 1, '@') : NULL;
+	return at ? (size_t)(at - name) : strlen(name);
+}
+
+int
+heapprof__is_alloc_entry(const char *name, size_t n)
+{
+	/* Global operator new and new[] in every form (sized by unsigned
+	 * long "m", unsigned int "j" or unsigned long long "y"; nothrow
+	 * "RKSt9nothrow_t"; C++17 aligned "St11align_val_t"), from libstdc++
+	 * and libc++ alike (Itanium C++ ABI: <operator-name> nw / na at the
+	 * top level, so no user function's name starts this way). Placement
+	 * new (_ZnwmPv) is inline and never a frame. */
+	return n >= 5 && name[0] == '_' && name[1] == 'Z' && name[2] == 'n' &&
+	       (name[3] == 'w' || name[3] == 'a') &&
+	       (name[4] == 'm' || name[4] == 'j' || name[4] == 'y');
 }

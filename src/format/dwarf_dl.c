@@ -15,6 +15,8 @@ static pthread_once_t libdw_once = PTHREAD_ONCE_INIT;
 
 static heapprof_demangle_fn *demangle;
 static pthread_once_t demangle_once = PTHREAD_ONCE_INIT;
+static heapprof_demangle_fn *demangle_loaded;
+static pthread_once_t demangle_loaded_once = PTHREAD_ONCE_INIT;
 
 static void
 load_libdw(void)
@@ -52,10 +54,40 @@ heapprof__libdw(const char **why)
 	return libdw_ok;
 }
 
+/* __cxa_demangle from a C++ runtime the process already has: global, or
+ * loaded RTLD_LOCAL (as Python loads extensions); RTLD_NOLOAD never loads. */
+static void *
+find_loaded_demangler(void)
+{
+	static const char *const runtimes[] = {"libstdc++.so.6", "libc++abi.so.1",
+	                                       "libc++.so.1"};
+	void *sym = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+	for (size_t i = 0; !sym && i < sizeof(runtimes) / sizeof(*runtimes); i++) {
+		void *h = dlopen(runtimes[i], RTLD_LAZY | RTLD_NOLOAD);
+		if (h) /* kept: the reference pins the library we call */
+			sym = dlsym(h, "__cxa_demangle");
+	}
+	return sym;
+}
+
+static void
+load_demangler_loaded(void)
+{
+	void *sym = find_loaded_demangler();
+	__builtin_memcpy(&demangle_loaded, &sym, sizeof(sym));
+}
+
+heapprof_demangle_fn *
+heapprof__demangler_loaded(void)
+{
+	pthread_once(&demangle_loaded_once, load_demangler_loaded);
+	return demangle_loaded;
+}
+
 static void
 load_demangler(void)
 {
-	void *sym = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+	void *sym = find_loaded_demangler();
 	if (!sym) {
 		void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
 		if (h)

@@ -42,5 +42,8 @@ const heapprof_libdw *heapprof__libdw(const char **why);
 typedef char *(heapprof_demangle_fn)(const char *mangled, char *buf,
                                      size_t *len, int *status);
 heapprof_demangle_fn *heapprof__demangler(void);
+/* The same, from a C++ runtime already in the process only: never loads a
+ * library (for the in-process writer); NULL if there is none. */
+heapprof_demangle_fn *heapprof__demangler_loaded(void);
 
 #endif

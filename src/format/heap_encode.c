@@ -25,6 +25,7 @@
 
 #include "heapprof.h"
 #include "gz.h"
+#include "demangle.h"
 #include "fntab.h"
 #include "heap_encode.h"
 #include "pb.h"
@@ -94,12 +95,31 @@ typedef struct enc {
 	uint8_t *map_flags; /* MF_* */
 } enc;
 
+/* What a mapping's locations got from the symbolizers. A mapping that got
+ * any function name is written has_functions: it was symbolized here, from
+ * the symbol table that also covers its unnamed addresses, and go tool
+ * pprof must not symbolize it again (from a binary rebuilt since, or one
+ * that lacks a name this profile has, it would show "[file]" for all).
+ * has_filenames and has_line_numbers need a file and a line on every
+ * frame of every named location. */
 enum {
 	MF_USED = 1,      /* the mapping has locations */
-	MF_FUNCTIONS = 2, /* ... each with a function */
-	MF_FILES = 4,     /* ... and every frame a file */
-	MF_LINES = 8,     /* ... and every frame a line */
+	MF_FUNCTIONS = 2, /* ... at least one with a function */
+	MF_NOFILES = 4,   /* ... a named one with a frame without a file */
+	MF_NOLINES = 8,   /* ... a named one with a frame without a line */
 };
+
+static void
+note_mapping(enc *e, long mi, int named, int files, int lines)
+{
+	if (mi < 0 || !e->map_flags)
+		return;
+	uint8_t f = e->map_flags[mi] | MF_USED;
+	if (named)
+		f |= (uint8_t)(MF_FUNCTIONS | (files ? 0 : MF_NOFILES) |
+		               (lines ? 0 : MF_NOLINES));
+	e->map_flags[mi] = f;
+}
 
 #define MAX_FRAMES 64
 
@@ -130,14 +150,55 @@ find_mapping(const enc *e, uint64_t addr)
 	return addr < m[i].limit ? (long)i : -1;
 }
 
+/* The string ids of a symbol's system name (without a version suffix:
+ * "__libc_start_main@@GLIBC_2.34" is "__libc_start_main") and display name.
+ *
+ * C++ names are demangled here, at write time in the process, with the
+ * __cxa_demangle of a C++ runtime the program already has loaded (a name is
+ * mangled only because C++ code is there): Function.name is what pprof and
+ * Go show ("store::Cache::put"), system_name the linkage name. This runs on
+ * the dumping thread with the re-entrancy guard set, so the demangler's
+ * malloc goes to the real allocator, unsampled. No library is loaded for it
+ * (dlopen would run a C++ runtime's constructors inside the program, from
+ * an exit handler): without one the name stays mangled, name equal to
+ * system_name, which go tool pprof and heapprof's tools demangle when they
+ * show it. */
 static int
-function_id(enc *e, const char *name, uint32_t *out)
+symbol_names(enc *e, const char *raw, const char *sys_given, uint32_t *name,
+             uint32_t *sys)
 {
-	uint32_t sid;
-	HP_TRY(heapprof__strtab_intern(&e->st, name, strlen(name), &sid));
-	if (sid >= e->fn_ids_cap) {
+	size_t n = heapprof__sym_unversioned_len(raw);
+	HP_TRY(heapprof__strtab_intern(&e->st, raw, n, name));
+	*sys = *name;
+	if (sys_given) {
+		size_t sn = heapprof__sym_unversioned_len(sys_given);
+		return heapprof__strtab_intern(&e->st, sys_given, sn, sys);
+	}
+	if (n < 3 || raw[0] != '_' || raw[1] != 'Z')
+		return 0;
+	heapprof_demangle_fn *dm = heapprof__demangler_loaded();
+	if (!dm)
+		return 0;
+	char *z = strndup(raw, n);
+	if (!z)
+		return -ENOMEM;
+	char *d = heapprof__demangle_with(dm, z, 0);
+	free(z);
+	if (!d)
+		return 0;
+	int rc = heapprof__strtab_intern(&e->st, d, strlen(d), name);
+	free(d);
+	return rc;
+}
+
+static int
+function_id(enc *e, const char *raw, uint32_t *out)
+{
+	uint32_t rid;
+	HP_TRY(heapprof__strtab_intern(&e->st, raw, strlen(raw), &rid));
+	if (rid >= e->fn_ids_cap) {
 		size_t ncap = e->fn_ids_cap ? e->fn_ids_cap : 256;
-		while (ncap <= sid)
+		while (ncap <= rid)
 			ncap *= 2;
 		uint32_t *n = realloc(e->fn_ids, ncap * sizeof(*n));
 		if (!n)
@@ -147,16 +208,18 @@ function_id(enc *e, const char *name, uint32_t *out)
 		e->fn_ids = n;
 		e->fn_ids_cap = ncap;
 	}
-	if (!e->fn_ids[sid]) {
-		uint32_t id = e->fn_ids[sid] = ++e->nfn;
+	if (!e->fn_ids[rid]) {
+		uint32_t name, sys;
+		HP_TRY(symbol_names(e, raw, NULL, &name, &sys));
+		uint32_t id = e->fn_ids[rid] = ++e->nfn;
 		/* Function: id, name, system_name. */
 		heapprof__pb_begin(&e->w, P_FUNCTION);
 		heapprof__pb_varint_field(&e->w, 1, id);
-		heapprof__pb_varint_field(&e->w, 2, sid);
-		heapprof__pb_varint_field(&e->w, 3, sid);
+		heapprof__pb_varint_field(&e->w, 2, name);
+		heapprof__pb_varint_field(&e->w, 3, sys);
 		heapprof__pb_end(&e->w);
 	}
-	*out = e->fn_ids[sid];
+	*out = e->fn_ids[rid];
 	return 0;
 }
 
@@ -165,10 +228,8 @@ static int
 frame_function(enc *e, const heapprof_frame *f, uint64_t *out)
 {
 	fntab_key k = {0};
-	const char *sys = f->system_name ? f->system_name : f->function;
-	HP_TRY(heapprof__strtab_intern(&e->st, f->function, strlen(f->function),
-	                               &k.name));
-	HP_TRY(heapprof__strtab_intern(&e->st, sys, strlen(sys), &k.system_name));
+	HP_TRY(symbol_names(e, f->function, f->system_name, &k.name,
+	                    &k.system_name));
 	if (f->file)
 		HP_TRY(heapprof__strtab_intern(&e->st, f->file, strlen(f->file),
 		                               &k.filename));
@@ -200,13 +261,13 @@ frame_lines(enc *e, uint64_t addr, long mi, uint64_t *fid, int64_t *line,
 	                                  fr, MAX_FRAMES);
 	if (n > MAX_FRAMES)
 		n = MAX_FRAMES;
-	uint8_t has = MF_FUNCTIONS | MF_FILES | MF_LINES;
+	int files = 1, lines = 1;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (!fr[i].file || !fr[i].file[0])
-			has &= (uint8_t)~MF_FILES;
+			files = 0;
 		if (fr[i].line <= 0)
-			has &= (uint8_t)~MF_LINES;
+			lines = 0;
 		if (!fr[i].function || !fr[i].function[0])
 			continue;
 		HP_TRY(frame_function(e, &fr[i], &fid[k]));
@@ -219,14 +280,9 @@ frame_lines(enc *e, uint64_t addr, long mi, uint64_t *fid, int64_t *line,
 			HP_TRY(frame_function(e, &f, &fid[0]));
 			line[k++] = 0;
 		}
-		has &= (uint8_t)~(MF_FILES | MF_LINES);
+		files = lines = 0;
 	}
-	if (k == 0)
-		has = 0;
-	if (mi >= 0)
-		e->map_flags[mi] = e->map_flags[mi] & MF_USED
-		                       ? (uint8_t)(e->map_flags[mi] & (has | MF_USED))
-		                       : (uint8_t)(has | MF_USED);
+	note_mapping(e, mi, k > 0, files, lines);
 	*nout = k;
 	return 0;
 }
@@ -270,6 +326,7 @@ location_id(enc *e, uint64_t addr, uint64_t *out)
 			e->p->symbolize_arg, addr, mi >= 0 ? &e->p->mappings[mi] : NULL);
 		if (name && *name)
 			HP_TRY(function_id(e, name, &fid));
+		note_mapping(e, mi, fid != 0, 0, 0);
 	}
 	heapprof__pb_begin(&e->w, P_LOCATION);
 	heapprof__pb_varint_field(&e->w, 1, id);
@@ -283,6 +340,30 @@ location_id(enc *e, uint64_t addr, uint64_t *out)
 	heapprof__pb_end(&e->w);
 	*out = id;
 	return 0;
+}
+
+/* How many leaf frames of r are C++ allocator entry points (operator new
+ * and new[], any form; they call malloc, which the profiler interposes).
+ * They belong to the allocation, as Go's profiles start at the function
+ * that allocates, so the sample starts below them: the leaf of a `new` is
+ * the function that wrote it. Needs symbol names; one frame always stays. */
+static size_t
+alloc_frames(enc *e, const heapprof_record *r)
+{
+	size_t k = 0;
+	if (!e->p->symbolize)
+		return 0;
+	while (k + 1 < r->depth) {
+		long mi = find_mapping(e, r->stack[k]);
+		const char *name = e->p->symbolize(
+			e->p->symbolize_arg, r->stack[k],
+			mi >= 0 ? &e->p->mappings[mi] : NULL);
+		if (!name || !heapprof__is_alloc_entry(
+			             name, heapprof__sym_unversioned_len(name)))
+			break;
+		k++;
+	}
+	return k;
 }
 
 static void
@@ -346,10 +427,11 @@ encode_body(enc *e)
 		}
 		/* Locations (and their functions) go out before the sample
 		 * that uses them, as Go writes them. */
-		for (size_t d = 0; d < r->depth; d++)
-			HP_TRY(location_id(e, r->stack[d], &e->loc_buf[d]));
+		size_t skip = alloc_frames(e, r), depth = r->depth - skip;
+		for (size_t d = 0; d < depth; d++)
+			HP_TRY(location_id(e, r->stack[skip + d], &e->loc_buf[d]));
 		heapprof__pb_begin(&e->w, P_SAMPLE);
-		heapprof__pb_packed_u64(&e->w, 1, e->loc_buf, r->depth);
+		heapprof__pb_packed_u64(&e->w, 1, e->loc_buf, depth);
 		heapprof__pb_packed_i64(&e->w, 2, v, 4);
 		int64_t block = r->object_size ? r->object_size
 		                : r->alloc_objects > 0 ? r->alloc_bytes / r->alloc_objects
@@ -380,13 +462,12 @@ encode_body(enc *e)
 		heapprof__pb_uint_opt(&e->w, 5, file);
 		heapprof__pb_uint_opt(&e->w, 6, bid);
 		if (e->map_flags && (e->map_flags[i] & MF_FUNCTIONS)) {
-			/* Frames mode: flags true of every location. */
 			unsigned f = e->map_flags[i];
 			heapprof__pb_varint_field(&e->w, 7, 1);
-			heapprof__pb_uint_opt(&e->w, 8, !!(f & MF_FILES));
-			heapprof__pb_uint_opt(&e->w, 9, !!(f & MF_LINES));
+			heapprof__pb_uint_opt(&e->w, 8, !(f & MF_NOFILES));
+			heapprof__pb_uint_opt(&e->w, 9, !(f & MF_NOLINES));
 			heapprof__pb_uint_opt(&e->w, 10,
-			                      (f & MF_FILES) && (f & MF_LINES));
+			                      !(f & (MF_NOFILES | MF_NOLINES)));
 		}
 		heapprof__pb_end(&e->w);
 	}
@@ -437,7 +518,7 @@ heapprof__encode_heap_to(const heapprof_heap_profile *p, unsigned flags,
 		qsort_r(e.map_order, p->nmappings, sizeof(size_t), map_cmp,
 		        (void *)p->mappings);
 	}
-	if (p->symbolize_frames && p->nmappings) {
+	if ((p->symbolize_frames || p->symbolize) && p->nmappings) {
 		e.map_flags = calloc(p->nmappings, 1);
 		if (!e.map_flags) {
 			free(e.map_order);

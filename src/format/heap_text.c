@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "heapprof.h"
+#include "demangle.h"
 #include "compiler.h"
 
 typedef struct tw {
@@ -74,6 +75,27 @@ cmp_inuse(const void *a, const void *b)
 {
 	const row *x = a, *y = b;
 	return x->ib > y->ib ? -1 : x->ib < y->ib;
+}
+
+/* Leaf frames that are C++ allocator entry points (operator new, new[]):
+ * left out as heap_encode.c leaves them out of the pprof form. */
+static size_t
+alloc_frames(const heapprof_heap_profile *p, const heapprof_record *r)
+{
+	size_t k = 0;
+	while (p->symbolize && k + 1 < r->depth) {
+		const heapprof_mapping *m = NULL;
+		for (size_t i = 0; i < p->nmappings && !m; i++)
+			if (r->stack[k] >= p->mappings[i].start &&
+			    r->stack[k] < p->mappings[i].limit)
+				m = &p->mappings[i];
+		const char *name = p->symbolize(p->symbolize_arg, r->stack[k], m);
+		if (!name || !heapprof__is_alloc_entry(
+			             name, heapprof__sym_unversioned_len(name)))
+			break;
+		k++;
+	}
+	return k;
 }
 
 HP_EXPORT int
@@ -139,7 +161,7 @@ heapprof_encode_heap_text(const heapprof_heap_profile *p,
 		const row *w = &order[i];
 		tw_printf(t, "%" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "] @",
 		          w->io, w->ib, w->ao, w->ab);
-		for (size_t d = 0; d < w->r->depth; d++)
+		for (size_t d = alloc_frames(p, w->r); d < w->r->depth; d++)
 			tw_printf(t, " 0x%" PRIx64, w->r->stack[d] + 1);
 		tw_printf(t, "\n");
 	}

@@ -6,7 +6,7 @@
 # Prints "root;...;leaf VALUE" for sample-type INDEX, summed per stack,
 # zero sums left out, unsorted. Exits 3 if a location has no lines (its
 # name would be an ELF symbol or an address, which the listing cannot
-# give, unless the location has no mapping either), so the caller can skip the per-stack comparison.
+# give, unless the location has no mapping either: "<unknown>"), so the caller can skip the per-stack comparison.
 import re
 import sys
 
@@ -25,7 +25,7 @@ for raw in sys.stdin:
         for loc in stack.split(';'):
             names = [m.group(1) for m in line_re.finditer(loc)]
             if not names and re.fullmatch(r'0x[0-9a-f]+', loc):
-                names = [loc]  # no mapping, no lines: the address
+                names = ["<unknown>"]  # no mapping, no lines: as pprof -top names it
             if not names or '?' in names:
                 sys.exit(3)
             frames.extend(names)
