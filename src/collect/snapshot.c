@@ -22,6 +22,7 @@
 #include "dwarf_sym.h"
 #include "elffile.h"
 #include "maps.h"
+#include "version.h"
 
 static heapprof_symcache *symcache; /* dump_lock */
 static heapprof_dwsym *dwsym;       /* dump_lock; HEAPPROF_SYMBOLIZE=dwarf */
@@ -268,7 +269,8 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	         "heapprof: profiler memory: records=%zu bytes, sampled-object "
 	         "pages=%llu bytes",
 	         heapprof__arena_bytes(), (unsigned long long)mapped);
-	const char *comments[2] = {c1, c2};
+	/* The first comment names the build ("heapprof 0.1 (commit ...)"). */
+	const char *comments[3] = {heapprof__version_string(), c1, c2};
 
 	heapprof_heap_profile p;
 	memset(&p, 0, sizeof(p));
@@ -295,7 +297,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 		p.symbolize_frames_arg = dwsym;
 	}
 	p.comments = comments;
-	p.ncomments = 2;
+	p.ncomments = 3;
 	unsigned flags = HEAPPROF_ENCODE_GZIP;
 	if (o->kind != HP_SNAP_FULL)
 		flags |= HEAPPROF_ENCODE_DROP_ZERO;
