@@ -155,7 +155,7 @@ $(B)/examples/leaky: examples/leaky.c
 # Debian packages: what building needs, and what the tests need on top.
 DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libunwind8 libdw-dev
 DEBS_TEST  := golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
-	python3 sqlite3 procps chromium libjemalloc-dev
+	python3 sqlite3 procps chromium libjemalloc-dev groff-base
 deps:
 	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh
 deps-test:
@@ -220,7 +220,7 @@ $(B)/obj/src/collect/interpose.o: ALLCFLAGS += -fomit-frame-pointer -foptimize-s
 #   LIBDIR/libheapprof-tools.so.0*, .a the tool API alone (decode, delta,
 #                                      merge, encode, convert, symbolize):
 #                                      never interposes anything
-#   LIBDIR/pkgconfig/heapprof.pc, heapprof-tools.pc
+#   PKGCONFIGDIR (LIBDIR/pkgconfig)/heapprof.pc, heapprof-tools.pc
 #   INCLUDEDIR/heapprof.h, MANDIR/man1/heapprof.1, MANDIR/man3/libheapprof.3
 # The flame page's template is compiled into the CLI: nothing to install.
 VERSION := $(shell sed -n 's/^\#define HEAPPROF_VERSION_MAJOR \([0-9]*\).*/\1/p' include/heapprof.h).$(shell sed -n 's/^\#define HEAPPROF_VERSION_MINOR \([0-9]*\).*/\1/p' include/heapprof.h)
@@ -233,6 +233,7 @@ DATAROOTDIR ?= $(PREFIX)/share
 MANDIR      ?= $(DATAROOTDIR)/man
 DOCDIR      ?= $(DATAROOTDIR)/doc/heapprof
 PKGLIBDIR   := $(LIBDIR)/heapprof
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 INSTALL     ?= install
 
 # The commit, baked in at build time: `git rev-parse` in a clone (with
@@ -300,7 +301,7 @@ export HP_PC_TOOLS = $(call HP_PC,heapprof-tools,heapprof's pprof toolkit (decod
 
 install: all install-libs
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGLIBDIR) \
-		$(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR) \
+		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(INCLUDEDIR) \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(DOCDIR)
 	$(INSTALL) -m 755 $(B)/heapprof $(DESTDIR)$(BINDIR)/heapprof
 	$(INSTALL) -m 644 $(B)/inst/libheapprof.so.$(VERSION) $(B)/inst/libheapprof-tools.so.$(VERSION) \
@@ -311,9 +312,9 @@ install: all install-libs
 		ln -sf $$l.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/$$l.so || exit 1; done
 	ln -sf ../libheapprof.so.$(VERSION) $(DESTDIR)$(PKGLIBDIR)/libheapprof.so
 	$(INSTALL) -m 644 include/heapprof.h $(DESTDIR)$(INCLUDEDIR)/heapprof.h
-	printf '%s\n' "$$HP_PC_MAIN" >$(DESTDIR)$(LIBDIR)/pkgconfig/heapprof.pc
-	printf '%s\n' "$$HP_PC_TOOLS" >$(DESTDIR)$(LIBDIR)/pkgconfig/heapprof-tools.pc
-	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/heapprof.pc $(DESTDIR)$(LIBDIR)/pkgconfig/heapprof-tools.pc
+	printf '%s\n' "$$HP_PC_MAIN" >$(DESTDIR)$(PKGCONFIGDIR)/heapprof.pc
+	printf '%s\n' "$$HP_PC_TOOLS" >$(DESTDIR)$(PKGCONFIGDIR)/heapprof-tools.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/heapprof.pc $(DESTDIR)$(PKGCONFIGDIR)/heapprof-tools.pc
 	$(INSTALL) -m 644 man/heapprof.1 $(DESTDIR)$(MANDIR)/man1/heapprof.1
 	$(INSTALL) -m 644 man/libheapprof.3 $(DESTDIR)$(MANDIR)/man3/libheapprof.3
 	$(INSTALL) -m 644 README.md $(DESTDIR)$(DOCDIR)/README.md
@@ -321,7 +322,7 @@ install: all install-libs
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/heapprof $(DESTDIR)$(PKGLIBDIR)/libheapprof.so \
 		$(DESTDIR)$(INCLUDEDIR)/heapprof.h \
-		$(DESTDIR)$(LIBDIR)/pkgconfig/heapprof.pc $(DESTDIR)$(LIBDIR)/pkgconfig/heapprof-tools.pc \
+		$(DESTDIR)$(PKGCONFIGDIR)/heapprof.pc $(DESTDIR)$(PKGCONFIGDIR)/heapprof-tools.pc \
 		$(DESTDIR)$(MANDIR)/man1/heapprof.1 $(DESTDIR)$(MANDIR)/man3/libheapprof.3 \
 		$(DESTDIR)$(DOCDIR)/README.md
 	for l in libheapprof libheapprof-tools; do \
@@ -331,11 +332,15 @@ uninstall:
 
 # The Debian package: `make install` into build/deb with PREFIX=/usr, then
 # what Debian's policy adds (stripped binaries, gzip'd man pages and
-# changelog, copyright, control, md5sums, the ldconfig trigger).
+# changelog, copyright, control, shlibs, md5sums, the ldconfig trigger).
+# The libraries stay in /usr/lib (where `heapprof run` looks, relative to
+# itself); the pkg-config files go to the multiarch directory.
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_MULTIARCH := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || $(CC) -print-multiarch)
 DEB_FILE := $(B)/heapprof_$(VERSION)_$(DEB_ARCH).deb
 deb: $(DEB_FILE)
 $(DEB_FILE): all install-libs man/heapprof.1 man/libheapprof.3 README.md tools/deb/control.in tools/deb/copyright
 	rm -rf $(B)/deb && mkdir -p $(B)/deb/DEBIAN
-	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(B)/deb PREFIX=/usr
+	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(B)/deb PREFIX=/usr \
+		PKGCONFIGDIR=/usr/lib/$(DEB_MULTIARCH)/pkgconfig
 	sh tools/deb/build.sh $(B)/deb $(VERSION) $(DEB_ARCH) $@

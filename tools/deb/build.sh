@@ -3,7 +3,8 @@
 # DESTDIR=ROOT PREFIX=/usr` tree) into the Debian package OUT with dpkg-deb:
 # binaries stripped as dh_strip does, man pages and the changelog gzip'd
 # (-9n), the copyright file, DEBIAN/control (Depends from the glibc and zlib
-# symbol versions the binaries use), md5sums and the ldconfig trigger.
+# symbol versions the binaries use), shlibs, md5sums and the ldconfig
+# trigger. The version has no Debian revision: a native package.
 # Called by `make deb`. DEB_MAINTAINER overrides the Maintainer field.
 set -eu
 ROOT=$1 VERSION=$2 ARCH=$3 OUT=$4
@@ -29,8 +30,8 @@ done
 gzip -9n "$ROOT"/usr/share/man/man1/heapprof.1 "$ROOT"/usr/share/man/man3/libheapprof.3
 install -m 644 "$HERE/copyright" "$DOC/copyright"
 printf 'heapprof (%s) unstable; urgency=medium\n\n  * Built from commit %s.\n\n -- %s  %s\n' \
-	"$VERSION" "${COMMIT:-unknown}" "$MAINT" "$DATE" | gzip -9n >"$DOC/changelog.Debian.gz"
-chmod 644 "$DOC/changelog.Debian.gz"
+	"$VERSION" "${COMMIT:-unknown}" "$MAINT" "$DATE" | gzip -9n >"$DOC/changelog.gz"
+chmod 644 "$DOC/changelog.gz"
 mkdir -p "$ROOT/usr/share/lintian/overrides"
 install -m 644 "$HERE/lintian-overrides" "$ROOT/usr/share/lintian/overrides/heapprof"
 
@@ -50,7 +51,9 @@ sed -e "s/@VERSION@/$VERSION/" -e "s/@ARCH@/$ARCH/" -e "s/@SIZE@/$SIZE/" \
 	-e "s/@DEPENDS@/$DEPENDS/" -e "s/@MAINTAINER@/$MAINT/" \
 	"$HERE/control.in" >"$ROOT/DEBIAN/control"
 printf 'activate-noawait ldconfig\n' >"$ROOT/DEBIAN/triggers"
+printf 'libheapprof 0 heapprof (>= %s)\nlibheapprof-tools 0 heapprof (>= %s)\n' \
+	"$VERSION" "$VERSION" >"$ROOT/DEBIAN/shlibs"
 (cd "$ROOT" && find usr -type f | LC_ALL=C sort | xargs md5sum) >"$ROOT/DEBIAN/md5sums"
-chmod 644 "$ROOT/DEBIAN/control" "$ROOT/DEBIAN/triggers" "$ROOT/DEBIAN/md5sums"
+chmod 644 "$ROOT"/DEBIAN/*
 find "$ROOT" -type d -exec chmod 755 {} +
 dpkg-deb --root-owner-group -Zxz --build "$ROOT" "$OUT"
