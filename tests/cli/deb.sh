@@ -10,7 +10,12 @@
 #    from a fresh directory without the build tree (library found relative
 #    to the binary), its man pages are gzip'd and render, and `dpkg -r`
 #    removes every file again;
-#  - deb.lintian: no error or warning (only where lintian is installed).
+#  - deb.lintian: no error or warning (only where lintian is installed);
+#  - deb.system (only with HEAPPROF_TEST_DEB_SYSTEM=1, as root, where no
+#    heapprof package is installed: a CI machine): `apt-get install
+#    ./heapprof_*.deb`, then from a fresh directory `heapprof run --
+#    python3 -c 1` writes a profile, `man -w heapprof` and `pkg-config
+#    heapprof` find theirs, and the package is purged again.
 # Prints PASS name / FAIL name / SKIP name: why.
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 FAILED=0
@@ -64,7 +69,9 @@ listed contents "$T/contents"
 ROOT=$T/root
 mkdir -p "$ROOT/var/lib/dpkg/info" "$ROOT/var/lib/dpkg/updates"
 : >"$ROOT/var/lib/dpkg/status"
-if dpkg --root="$ROOT" --force-depends -i "$DEB" >"$T/dpkg.log" 2>&1; then
+NOTROOT=""
+[ "$(id -u)" -ne 0 ] && NOTROOT=--force-not-root
+if dpkg --root="$ROOT" $NOTROOT --force-depends -i "$DEB" >"$T/dpkg.log" 2>&1; then
 	dpkg --root="$ROOT" -L heapprof >"$T/L"
 	listed dpkg_L "$T/L"
 	mkdir -p "$T/fresh"
@@ -93,7 +100,7 @@ EOF
 	else
 		skip man "groff is missing"
 	fi
-	if dpkg --root="$ROOT" -r heapprof >"$T/dpkg.log" 2>&1 &&
+	if dpkg --root="$ROOT" $NOTROOT -r heapprof >"$T/dpkg.log" 2>&1 &&
 		[ -z "$(find "$ROOT/usr" ! -type d 2>/dev/null)" ]; then
 		pass remove
 	else
@@ -113,5 +120,29 @@ if command -v lintian >/dev/null 2>&1; then
 	fi
 else
 	skip lintian "lintian is not installed (apt-get install lintian)"
+fi
+
+if [ "${HEAPPROF_TEST_DEB_SYSTEM:-0}" != 1 ]; then
+	skip system "set HEAPPROF_TEST_DEB_SYSTEM=1 to install the package on this machine (and purge it)"
+elif [ "$(id -u)" -ne 0 ] || dpkg-query -W heapprof >/dev/null 2>&1; then
+	skip system "needs root and no heapprof package installed"
+else
+	cp "$DEB" "$T/fresh.deb" 2>/dev/null || cp "$DEB" "$T/"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y "$T/fresh.deb" >"$T/apt.log" 2>&1
+	st=$?
+	mkdir -p "$T/sys"
+	PY=$(command -v python3)
+	[ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+	(cd "$T/sys" && env -u HEAPPROF_LIBRARY /usr/bin/heapprof run -o py.%p.pb.gz -- "$PY" -c 1) >"$T/sys.log" 2>&1
+	st2=$?
+	f=$(ls "$T"/sys/py.*.pb.gz 2>/dev/null | head -n 1)
+	if [ "$st" -eq 0 ] && [ "$st2" -eq 0 ] && [ -n "$f" ] && /usr/bin/heapprof top "$f" >/dev/null 2>&1 &&
+		pkg-config --exists heapprof heapprof-tools && { ! command -v man >/dev/null || man -w heapprof >/dev/null 2>&1; }; then
+		pass system
+	else
+		fail system "apt-get $st, run $st2: $(tail -3 "$T/apt.log") $(head -c 300 "$T/sys.log")"
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get purge -y heapprof >>"$T/apt.log" 2>&1 ||
+		fail system_purge "$(tail -3 "$T/apt.log")"
 fi
 exit $FAILED
