@@ -9,7 +9,7 @@
 #    version and commit (`heapprof --version`'s);
 #  - install.library_env: HEAPPROF_LIBRARY overrides the search (a copied
 #    lone binary works with it, fails with status 2 and a message naming
-#    the variable without it);
+#    the variable without it; a missing HEAPPROF_LIBRARY is named);
 #  - install.tools_{shared,static}: a program of heapprof_delta_* built
 #    with `pkg-config heapprof-tools` (shared; static through its
 #    static_libs variable) runs, writes no profile, defines no malloc (nm)
@@ -122,11 +122,13 @@ st1=$?
 (cd "$T/lone" && HEAPPROF_LIBRARY=$R/lib/heapprof/libheapprof.so "$T/lone/heapprof" run -r 1 \
 	-o "$T/lone/l.pb.gz" -- "$T/plain") >"$T/lone2.out" 2>&1
 st2=$?
+HEAPPROF_LIBRARY=$T/no/such.so "$T/lone/heapprof" run -- "$T/plain" >"$T/lone3.out" 2>&1
+st3=$?
 if [ "$st1" -eq 2 ] && grep -q HEAPPROF_LIBRARY "$T/lone.out" && [ "$st2" -eq 0 ] &&
-	[ -s "$T/lone/l.pb.gz" ]; then
+	[ -s "$T/lone/l.pb.gz" ] && [ "$st3" -eq 2 ] && grep -q "HEAPPROF_LIBRARY='$T/no/such.so'" "$T/lone3.out"; then
 	pass library_env
 else
-	fail library_env "without: status $st1 ($(head -c 200 "$T/lone.out")); with: status $st2 ($(head -c 200 "$T/lone2.out"))"
+	fail library_env "without: status $st1 ($(head -c 200 "$T/lone.out")); with: status $st2 ($(head -c 200 "$T/lone2.out")); a missing one: status $st3 ($(head -c 200 "$T/lone3.out"))"
 fi
 
 # ---- pkg-config, pointed at the moved tree
