@@ -211,7 +211,7 @@ $(B)/obj/src/collect/%.o: ALLCFLAGS += -fno-omit-frame-pointer
 $(B)/obj/src/collect/interpose.o: ALLCFLAGS += -fomit-frame-pointer -foptimize-sibling-calls
 
 # ---------------------------------------------------------------------------
-# Installing (issue 17): `make install` / `make uninstall` with PREFIX
+# Installing (issue 17): `make install` / `make uninstall` with PREFIX (or prefix)
 # (default /usr/local) and DESTDIR, in the GNU layout; `make deb` builds
 # build/heapprof_VERSION_ARCH.deb with dpkg-deb. What goes where:
 #   BINDIR/heapprof                   the CLI
@@ -225,7 +225,8 @@ $(B)/obj/src/collect/interpose.o: ALLCFLAGS += -fomit-frame-pointer -foptimize-s
 # The flame page's template is compiled into the CLI: nothing to install.
 VERSION := $(shell sed -n 's/^\#define HEAPPROF_VERSION_MAJOR \([0-9]*\).*/\1/p' include/heapprof.h).$(shell sed -n 's/^\#define HEAPPROF_VERSION_MINOR \([0-9]*\).*/\1/p' include/heapprof.h)
 SOVERSION   := 0
-PREFIX      ?= /usr/local
+prefix      ?= /usr/local
+PREFIX      ?= $(prefix)
 BINDIR      ?= $(PREFIX)/bin
 LIBDIR      ?= $(PREFIX)/lib
 INCLUDEDIR  ?= $(PREFIX)/include
