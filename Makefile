@@ -57,7 +57,7 @@ $(B)/obj/%.o: %.c
 	$(CC) $(ALLCFLAGS) -c $< -o $@
 
 $(B)/libheapprof.so: $(LIB_OBJ) src/collect/exports.map
-	$(CC) -shared -Wl,-z,nodelete -Wl,--version-script=src/collect/exports.map -o $@ $(LIB_OBJ) $(LIBS)
+	$(CC) -shared -Wl,-z,nodelete -Wl,-z,now -Wl,--version-script=src/collect/exports.map -o $@ $(LIB_OBJ) $(LIBS)
 
 $(B)/libheapprof.a: $(LIB_OBJ)
 	@rm -f $@
@@ -80,7 +80,7 @@ $(B)/obj/cli/cmd_flame.o: ALLCFLAGS += -I$(B)/gen
 # Unit tests: test_collect_* link the capture modules (without interpose.o).
 # They link the capture modules that need no process-wide set-up (the test
 # defines the globals those use): no constructor, no interposed malloc.
-COLLECT_UNIT_OBJ := $(addprefix $(B)/obj/src/collect/,sampler.o range.o bucket.o arena.o stack.o)
+COLLECT_UNIT_OBJ := $(addprefix $(B)/obj/src/collect/,sampler.o range.o bucket.o arena.o stack.o unwind.o)
 $(B)/tests/test_collect_%: tests/unit/test_collect_%.c $(COLLECT_UNIT_OBJ) $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -fno-omit-frame-pointer -Itests -Isrc/collect -o $@ $^ $(LIBS)
@@ -101,12 +101,20 @@ $(B)/tests/prog_%: tests/integration/prog_%.cc
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lpthread
 # Reliability programs (tests/reliability/): the integration programs
 # flags plus warnings as errors; librchurn.so is what rprog_dlchurn loads;
-# rprog_secure_linked links the static library (setuid test).
+# rprog_secure_linked and rprog_numbers_linked link the static library.
 RTEST_C  := $(wildcard tests/reliability/rprog_*.c)
 RTEST_CC := $(wildcard tests/reliability/rprog_*.cc)
 RTEST_BIN := $(patsubst tests/reliability/%.c,$(B)/tests/%,$(RTEST_C)) \
 	$(patsubst tests/reliability/%.cc,$(B)/tests/%,$(RTEST_CC)) \
-	$(B)/tests/librchurn.so $(B)/tests/rprog_secure_linked
+	$(B)/tests/librchurn.so $(B)/tests/rprog_secure_linked \
+	$(B)/tests/rprog_numbers_linked
+# rprog_unwind: -O2 without frame pointers, so only CFI can walk it.
+$(B)/tests/rprog_unwind: tests/reliability/rprog_unwind.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -fomit-frame-pointer $(WARN) -o $@ $<
+$(B)/tests/rprog_unwindxx: tests/reliability/rprog_unwindxx.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 -O2 -g -fomit-frame-pointer $(WARN) -o $@ $<
 $(B)/tests/rprog_%: tests/reliability/rprog_%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -Iinclude -o $@ $< -lpthread -ldl
@@ -119,6 +127,9 @@ $(B)/tests/librchurn.so: tests/reliability/rlib_churn.c
 $(B)/tests/rprog_secure_linked: tests/reliability/rprog_secure.c $(B)/libheapprof.a
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -o $@ $< $(B)/libheapprof.a $(LIBS)
+$(B)/tests/rprog_numbers_linked: tests/reliability/rprog_numbers.c $(B)/libheapprof.a
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -o $@ $< $(B)/libheapprof.a $(LIBS)
 tests-build: $(RTEST_BIN)
 # The long tier of tests/reliability (REL_TIER=stress): more iterations,
 # 200 kill -9s, CPython's regression suite under the profiler.

@@ -46,6 +46,11 @@ usage(FILE *f)
 	        "                        server (http://host:4040); --app NAME names it\n"
 	        "      --symbolize MODE  symtab (default: function names from symbol\n"
 	        "                        tables), dwarf (file:line, inlined frames) or none\n"
+	        "      --only PATTERNS   profile only programs whose name matches one\n"
+	        "                        of these comma-separated shell patterns (e.g.\n"
+	        "                        'python3*'); applies to --http and --push too\n"
+	        "      --no-children     profile only CMD's own process (and what it\n"
+	        "                        execs), not the processes it starts\n"
 	        "  -h, --help            this help\n"
 	        "\n"
 	        "The profile opens with `heapprof top FILE` or `go tool pprof FILE`.\n");
@@ -109,6 +114,8 @@ cli_run(int argc, char **argv)
 		{"push", required_argument, NULL, 'P'},
 		{"app", required_argument, NULL, 'A'},
 		{"symbolize", required_argument, NULL, 'S'},
+		{"only", required_argument, NULL, 'O'},
+		{"no-children", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -218,6 +225,18 @@ cli_run(int argc, char **argv)
 			break;
 		case 'A':
 			if (setenv_checked("HEAPPROF_APP", optarg))
+				return 2;
+			break;
+		case 'O':
+			if (!*optarg) {
+				cli_err("run: --only: empty pattern");
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_ONLY", optarg))
+				return 2;
+			break;
+		case 'C':
+			if (setenv_checked("HEAPPROF_CHILDREN", "0"))
 				return 2;
 			break;
 		case 'h':

@@ -122,6 +122,10 @@ typedef struct heapprof_record {
 	size_t depth;
 	int64_t object_size; /* size of every object of the record, for the
 	                      * "bytes" label; 0: alloc_bytes / alloc_objects */
+	int64_t rate; /* mean sampling interval this record was sampled at;
+	               * 0: the profile's `rate`. Records sampled at different
+	               * rates (the rate changed at run time) unsample each
+	               * with its own. */
 } heapprof_record;
 
 /* An executable mapping of the profiled process. */
@@ -199,7 +203,10 @@ HEAPPROF_API int heapprof_encode_heap_text(const heapprof_heap_profile *p,
                                            heapprof_write_fn *write, void *arg);
 
 /*! heapprof_scale_heap_sample() :
- *  Go's scaleHeapSample: unsamples (count, size) sampled at mean `rate`. */
+ *  Go's scaleHeapSample: unsamples (count, size) sampled at mean `rate`.
+ *  One extension: a nonzero count of zero bytes (zero-byte allocations,
+ *  which the profiler samples as weighing one byte, as tcmalloc does) is
+ *  unsampled as objects of one byte, with size 0; Go returns 0, 0. */
 HEAPPROF_API void heapprof_scale_heap_sample(int64_t count, int64_t size,
                                              int64_t rate, int64_t *out_count,
                                              int64_t *out_size);

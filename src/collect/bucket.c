@@ -1,8 +1,10 @@
 /*
- * bucket.c: the per-(stack, size) records of sampled allocations, Go's
- * memRecord model: alloc and free counts of sampled objects and bytes. Every
- * object in a bucket has the same size, so unsampling with 1/(1-exp(-S/R))
- * is exact per bucket and the legacy text (raw counts) agrees with pprof.
+ * bucket.c: the per-(stack, size, rate) records of sampled allocations,
+ * Go's memRecord model: alloc and free counts of sampled objects and bytes.
+ * Every object in a bucket has the same size and was sampled at the same
+ * rate, so unsampling with 1/(1-exp(-S/R)) is exact per bucket (and stays
+ * so when the program changes the rate), and the legacy text (raw counts)
+ * agrees with pprof.
  *
  * A hash table of 2^18 chains, heads in one mmap'd array. Lookups are
  * lock-free: chains only ever grow at the head, published with release
@@ -36,9 +38,10 @@ heapprof__bucket_init(void)
 }
 
 static uint64_t
-stack_hash(const uint64_t *stack, int depth, size_t size)
+stack_hash(const uint64_t *stack, int depth, size_t size, int64_t rate)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ size;
+	uint64_t h = (0x9e3779b97f4a7c15ULL ^ size) + (uint64_t)rate *
+	             0x94d049bb133111ebULL;
 	for (int i = 0; i < depth; i++) {
 		h ^= stack[i];
 		h *= 0xff51afd7ed558ccdULL;
@@ -51,28 +54,30 @@ stack_hash(const uint64_t *stack, int depth, size_t size)
 
 static bool
 same(const hp_bucket *b, uint64_t h, const uint64_t *stack, int depth,
-     size_t size)
+     size_t size, int64_t rate)
 {
-	return b->hash == h && b->size == size && b->depth == (uint32_t)depth &&
+	return b->hash == h && b->size == size && b->rate == rate &&
+	       b->depth == (uint32_t)depth &&
 	       memcmp(b->stack, stack, (size_t)depth * sizeof(*stack)) == 0;
 }
 
 hp_bucket *
-heapprof__bucket_get(const uint64_t *stack, int depth, size_t size)
+heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
+                     int64_t rate)
 {
 	if (!heads)
 		return NULL;
-	uint64_t h = stack_hash(stack, depth, size);
+	uint64_t h = stack_hash(stack, depth, size, rate);
 	_Atomic(hp_bucket *) *head = &heads[h & (NHEADS - 1)];
 	for (hp_bucket *b = atomic_load_explicit(head, memory_order_acquire); b;
 	     b = b->next)
-		if (same(b, h, stack, depth, size))
+		if (same(b, h, stack, depth, size, rate))
 			return b;
 
 	pthread_mutex_lock(&lock);
 	hp_bucket *first = atomic_load_explicit(head, memory_order_acquire);
 	for (hp_bucket *b = first; b; b = b->next) {
-		if (same(b, h, stack, depth, size)) {
+		if (same(b, h, stack, depth, size, rate)) {
 			pthread_mutex_unlock(&lock);
 			return b;
 		}
@@ -83,6 +88,7 @@ heapprof__bucket_get(const uint64_t *stack, int depth, size_t size)
 		memset(b, 0, sizeof(*b));
 		b->hash = h;
 		b->size = size;
+		b->rate = rate;
 		b->depth = (uint32_t)depth;
 		b->id = (uint32_t)atomic_load_explicit(&count, memory_order_relaxed);
 		memcpy(b->stack, stack, (size_t)depth * sizeof(*stack));

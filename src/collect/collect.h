@@ -30,8 +30,9 @@
 typedef struct hp_tls {
 	int64_t left;      /* bytes until the next sample; <= weight: slow path */
 	uint32_t busy;     /* re-entrancy depth: nonzero inside the profiler */
-	uint32_t seeded;   /* rng initialised */
+	uint32_t seeded;   /* rng initialised, and `left` drawn from it */
 	uint64_t rng;      /* xorshift64* state */
+	int64_t rate;      /* the rate `left` was drawn at; 0: off, or none */
 	uintptr_t stack_lo, stack_hi; /* this thread's stack, for the fp walker */
 	uint32_t shard;    /* slot shard + 1 (range.c), 0 = not chosen yet */
 } hp_tls;
@@ -41,10 +42,12 @@ extern HP_HIDDEN __thread hp_tls heapprof__tls
 
 /* ------------------------------------------------------------ configuration */
 
+enum { HP_UNWIND_DWARF = 0, HP_UNWIND_FP = 1, HP_UNWIND_LIBUNWIND = 2 };
+
 typedef struct hp_config {
 	_Atomic int64_t rate;   /* mean bytes between samples; 0 = off */
 	int depth;              /* max frames recorded, 1..64 */
-	int unwind_fp;          /* 1: frame-pointer walker, 0: libunwind */
+	int unwind;             /* HP_UNWIND_*: which unwinder (stack.c) */
 	int text;               /* legacy text output instead of pprof */
 	int interval;           /* seconds between periodic dumps, 0 = none */
 	int signal;             /* dump signal number, 0 = none */
@@ -65,6 +68,9 @@ extern HP_HIDDEN hp_config heapprof__cfg;
 /* The pid the library was initialised in (written once by the
  * constructor). */
 extern HP_HIDDEN long heapprof__init_pid;
+/* The process's command line, arguments separated by spaces (written once
+ * by the constructor). */
+extern HP_HIDDEN char heapprof__cmdline[512];
 
 /* 1 once the real allocator functions are resolved and the profiler may
  * sample; set by init.c with release order, read with acquire. */
@@ -137,8 +143,18 @@ heapprof__fast(hp_tls *t, uint64_t w)
 
 /* ------------------------------------------------------------- sampler.c */
 
-/* Draws the next sampling distance (exponential, mean `rate`). */
+/* Draws the next sampling distance (exponential, mean `rate`) and notes
+ * the rate it was drawn at in t->rate. */
 int64_t heapprof__sampler_next(hp_tls *t, int64_t rate);
+/* An allocation of weight w reached the slow path (the counter is at or
+ * below w): decides whether it is a sample and sets the next distance.
+ * Returns the rate the sample was taken at (the rate of the distance that
+ * ran out), or 0: not a sample. A thread without a distance (new, or a
+ * fork child) draws its first one here and charges w against it. */
+int64_t heapprof__sampler_take(hp_tls *t, int64_t rate, uint64_t w);
+/* Forgets the thread's distance and seed (a fork child: the parent and
+ * its other children must not sample at the same offsets). */
+void heapprof__sampler_reset(hp_tls *t);
 
 /* --------------------------------------------------------------- arena.c */
 
@@ -198,7 +214,9 @@ void heapprof__range_atfork_child(void);
 
 /* --------------------------------------------------------------- stack.c */
 
-int heapprof__stack_init(void); /* loads libunwind; 0 or -errno */
+/* Loads libunwind if HEAPPROF_UNWIND=libunwind asked for it; 0 or -errno
+ * (then the default unwinder is used). */
+int heapprof__stack_init(void);
 /* Captures up to `max` call-site addresses (return address - 1), leaf
  * first, starting at the frame that returns to `skip_to` (the interposed
  * function's return address). Returns the number of frames. */
@@ -206,16 +224,30 @@ int heapprof__stack_capture(hp_tls *t, uintptr_t skip_to, uint64_t *out,
                             int max);
 const char *heapprof__stack_unwinder(void);
 
+/* -------------------------------------------------------------- unwind.c */
+
+/* The default unwinder (DWARF CFI): the call sites (return address - 1;
+ * the pc itself for a frame a signal interrupted) of the callers of this
+ * function, innermost first, at most `max`, from the frame that returns to
+ * `skip_to` if one of the first 16 does (else from the first). Reads of
+ * the thread's stack are bounded by [stack_lo, stack_hi), other stacks are
+ * checked page by page. No fd, no lock, no allocation; async-signal-safe. */
+int heapprof__unwind_dwarf(uint64_t *out, int max, uintptr_t skip_to,
+                           uintptr_t stack_lo, uintptr_t stack_hi);
+
 /* -------------------------------------------------------------- bucket.c */
 
-/* Counters of one (stack, size) pair: sampled objects and bytes, as Go's
- * memRecord. Updated with relaxed atomics by any thread; read the same way
- * by snapshots, which may see a free before its alloc: readers clamp. */
+/* Counters of one (stack, size, rate) triple: sampled objects and bytes,
+ * as Go's memRecord. The rate is the one the objects were sampled at, so
+ * a later heapprof_set_sample_rate() leaves them as they were. Updated
+ * with relaxed atomics by any thread; read the same way by snapshots,
+ * which may see a free before its alloc: readers clamp. */
 typedef struct hp_bucket {
 	struct hp_bucket *next;     /* hash chain (release-published) */
 	struct hp_bucket *all_next; /* list of every bucket (ditto) */
 	uint64_t hash;
 	size_t size;
+	int64_t rate;               /* sampled at this mean distance, >= 1 */
 	_Atomic int64_t alloc_objects, alloc_bytes, free_objects, free_bytes;
 	uint32_t id;    /* 0, 1, 2, ... in order of creation */
 	uint32_t depth;
@@ -224,7 +256,8 @@ typedef struct hp_bucket {
 
 int heapprof__bucket_init(void);
 /* Finds or creates the bucket; NULL if the profiler's memory is exhausted. */
-hp_bucket *heapprof__bucket_get(const uint64_t *stack, int depth, size_t size);
+hp_bucket *heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
+                                int64_t rate);
 /* The most recently created bucket; older ones follow via all_next. */
 hp_bucket *heapprof__bucket_list(void);
 uint64_t heapprof__bucket_count(void);

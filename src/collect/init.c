@@ -9,17 +9,24 @@
  *   HEAPPROF_FORMAT    pprof (default) or text
  *   HEAPPROF_INTERVAL  seconds between periodic dumps (0 = none)
  *   HEAPPROF_SIGNAL    signal that triggers a dump (name or number)
- *   HEAPPROF_UNWIND    libunwind (default) or fp
+ *   HEAPPROF_UNWIND    dwarf (default), fp, or libunwind (opt-in only)
  *   HEAPPROF_DEPTH     frames per stack, 1..64 (64)
  *   HEAPPROF_EXIT      1 (default): dump at exit; 0: don't
  *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
  *                      tables; dwarf: file:line and inlined frames (libdw,
  *                      loaded on first use); none: addresses only
+ *   HEAPPROF_ONLY      profile only processes whose program name (the
+ *                      executable's or argv[0]'s base name) matches one
+ *                      of these comma-separated shell patterns
+ *   HEAPPROF_CHILDREN  0: profile only the process `heapprof run` started
+ *                      (HEAPPROF_MAINPID; what it execs stays profiled)
  *   HEAPPROFILE        gperftools' prefix: files prefix.PID.NNNN.heap (text)
  * All are read with secure_getenv: a setuid or setgid program ignores them
  * and writes no profile unless it calls heapprof_dump_file() itself.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,11 +44,31 @@ hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1,
                            .symbolize = 1};
 _Atomic int heapprof__ready;
 long heapprof__init_pid;
+char heapprof__cmdline[512];
 
 /* ---------------------------------------------------------------- warnings */
 
 #define NWARN 32
 static const char *_Atomic warned[NWARN]; /* messages already printed */
+
+/* "heapprof[PID]: msg" on stderr with one write(2). errno is preserved:
+ * the warning paths sit between a failing call and the code that reads
+ * its errno, or inside free(), which must not change errno; a write to a
+ * closed or full stderr (EBADF, ENOSPC, EPIPE) would otherwise leak out. */
+static void
+say(const char *msg)
+{
+	int saved = errno;
+	char buf[700];
+	int n = snprintf(buf, sizeof(buf), "heapprof[%ld]: %s\n", (long)getpid(),
+	                 msg);
+	if (n > 0) {
+		ssize_t w = write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n
+		                                                  : sizeof(buf) - 1);
+		(void)w;
+	}
+	errno = saved;
+}
 
 void
 heapprof__warn(const char *msg)
@@ -58,14 +85,7 @@ heapprof__warn(const char *msg)
 				return;
 		}
 	}
-	char buf[512];
-	int n = snprintf(buf, sizeof(buf), "heapprof[%ld]: %s\n", (long)getpid(),
-	                 msg);
-	if (n > 0) {
-		ssize_t w = write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n
-		                                                  : sizeof(buf) - 1);
-		(void)w;
-	}
+	say(msg);
 }
 
 /* A warning whose text is built at run time: printed as is (callers make
@@ -73,14 +93,7 @@ heapprof__warn(const char *msg)
 void
 heapprof__warn_dup(const char *msg)
 {
-	char buf[700];
-	int n = snprintf(buf, sizeof(buf), "heapprof[%ld]: %s\n", (long)getpid(),
-	                 msg);
-	if (n > 0) {
-		ssize_t w = write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n
-		                                                  : sizeof(buf) - 1);
-		(void)w;
-	}
+	say(msg);
 }
 
 /* Warnings about the environment name the variable, so they are built
@@ -90,14 +103,7 @@ warn_env(const char *var, const char *val, const char *why, const char *dflt)
 {
 	char buf[400];
 	snprintf(buf, sizeof(buf), "%s='%.100s' %s; using %s", var, val, why, dflt);
-	char bufnl[420];
-	int n = snprintf(bufnl, sizeof(bufnl), "heapprof[%ld]: %s\n",
-	                 (long)getpid(), buf);
-	if (n > 0) {
-		ssize_t w = write(2, bufnl, (size_t)n < sizeof(bufnl) ? (size_t)n
-		                                                      : sizeof(bufnl) - 1);
-		(void)w;
-	}
+	say(buf);
 }
 
 /* ------------------------------------------------------------------ options */
@@ -151,10 +157,12 @@ read_env(hp_config *c)
 	}
 	if ((v = secure_getenv("HEAPPROF_UNWIND")) && *v) {
 		if (!strcmp(v, "fp"))
-			c->unwind_fp = 1;
-		else if (strcmp(v, "libunwind") && strcmp(v, "dwarf"))
-			warn_env("HEAPPROF_UNWIND", v, "is not libunwind or fp",
-			         "libunwind");
+			c->unwind = HP_UNWIND_FP;
+		else if (!strcmp(v, "libunwind"))
+			c->unwind = HP_UNWIND_LIBUNWIND;
+		else if (strcmp(v, "dwarf"))
+			warn_env("HEAPPROF_UNWIND", v, "is not dwarf, fp or libunwind",
+			         "dwarf");
 	}
 	if ((v = secure_getenv("HEAPPROF_FORMAT")) && *v) {
 		if (!strcmp(v, "text"))
@@ -231,6 +239,84 @@ read_env(hp_config *c)
 	}
 }
 
+/* ------------------------------------------------------ which processes */
+
+/* The command line, NULs turned into spaces, cut to the buffer: named in
+ * the profile's comments, so that the files of a wrapper's processes can
+ * be told apart. */
+static void
+read_cmdline(char *buf, size_t cap)
+{
+	buf[0] = 0;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	while (n > 0 && buf[n - 1] == 0)
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == 0 || buf[i] == '\n')
+			buf[i] = ' ';
+	buf[n] = 0;
+}
+
+static const char *
+base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+/* Does a name match one of the comma-separated patterns? */
+static int
+name_matches(const char *pats, const char *name)
+{
+	char pat[256];
+	while (*pats) {
+		size_t len = strcspn(pats, ",");
+		if (len && len < sizeof(pat)) {
+			memcpy(pat, pats, len);
+			pat[len] = 0;
+			if (fnmatch(pat, name, 0) == 0)
+				return 1;
+		}
+		pats += len + (pats[len] == ',');
+	}
+	return 0;
+}
+
+/* 0 if this process is not to be profiled: HEAPPROF_CHILDREN=0 in a
+ * process other than the one `heapprof run` started, or HEAPPROF_ONLY
+ * naming other programs. Such a process keeps the library (its own
+ * children may match) but samples nothing and writes nothing. */
+static int
+wanted(const char *cmdline)
+{
+	const char *v = secure_getenv("HEAPPROF_CHILDREN");
+	if (v && !strcmp(v, "0")) {
+		const char *m = secure_getenv("HEAPPROF_MAINPID");
+		long mp = m ? strtol(m, NULL, 10) : 0;
+		if (mp > 0 && mp != heapprof__init_pid)
+			return 0;
+	}
+	v = secure_getenv("HEAPPROF_ONLY");
+	if (v && *v) {
+		char exe[4096];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = 0;
+		char a0[256];
+		size_t l = strcspn(cmdline, " "); /* argv[0] */
+		snprintf(a0, sizeof(a0), "%.*s", (int)l, cmdline);
+		if (!(n > 0 && name_matches(v, base_name(exe))) &&
+		    !(*a0 && name_matches(v, base_name(a0))))
+			return 0;
+	}
+	return 1;
+}
+
 /* ---------------------------------------------------------------- fork */
 
 /*
@@ -291,6 +377,9 @@ atfork_parent(void)
 static void
 atfork_child(void)
 {
+	/* A new seed and a new distance: otherwise the parent and each of
+	 * its children (prefork workers) would sample at the same offsets. */
+	heapprof__sampler_reset(&heapprof__tls);
 	heapprof__range_atfork_child();
 	heapprof__arena_atfork_child();
 	heapprof__bucket_atfork_child();
@@ -335,6 +424,16 @@ heapprof_init(void)
 	}
 	heapprof__init_pid = (long)getpid();
 	read_env(&heapprof__cfg);
+	read_cmdline(heapprof__cmdline, sizeof(heapprof__cmdline));
+	if (!wanted(heapprof__cmdline)) {
+		/* Not this process: nothing sampled, nothing written. */
+		heapprof__cfg.rate = 0;
+		heapprof__cfg.at_exit = 0;
+		heapprof__cfg.interval = 0;
+		heapprof__cfg.signal = 0;
+		heapprof__cfg.http[0] = 0;
+		heapprof__cfg.push[0] = 0;
+	}
 
 	/* Setuid or setgid (AT_SECURE): the environment is the invoking
 	 * user's, so read_env saw none of it (secure_getenv), and nothing is
@@ -353,16 +452,20 @@ heapprof_init(void)
 		return;
 	}
 	if (heapprof__stack_init() != 0)
-		heapprof__warn("libunwind.so.8 not found: using the frame-pointer "
-		               "unwinder (install libunwind8 for full stacks)");
-	/* Warm the unwinder up: its first use allocates and loads. */
+		heapprof__warn("HEAPPROF_UNWIND=libunwind: libunwind.so.8 not "
+		               "found; using the default (dwarf) unwinder");
+	/* Warm the unwinder up: this thread's stack bounds (pthread_getattr_np
+	 * reads /proc/self/maps for the main thread: not in a signal handler
+	 * later), and libunwind's first use, which allocates and loads. */
 	uint64_t warm[4];
 	heapprof__stack_capture(t, 0, warm, 4);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (heapprof__cfg.at_exit)
 		atexit(exit_dump);
 	heapprof__serve_start();
-	t->left = 0;
+	/* No distance yet: the first allocation after this draws one and
+	 * is charged against it (sampler.c), as in every new thread. */
+	heapprof__sampler_reset(t);
 	atomic_store_explicit(&heapprof__ready, 1, memory_order_release);
 	t->busy--;
 }

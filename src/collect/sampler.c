@@ -51,10 +51,11 @@ rng_seed(hp_tls *t)
 int64_t
 heapprof__sampler_next(hp_tls *t, int64_t rate)
 {
+	t->rate = rate > 0 ? rate : 0;
 	if (rate <= 0) {
-		/* Sampling is off: come back after 1 GiB to see whether it
-		 * was turned on again. */
-		return (int64_t)1 << 30;
+		/* Sampling is off: come back after 1 MiB to see whether it
+		 * was turned on again (the bytes until then go unsampled). */
+		return (int64_t)1 << 20;
 	}
 	if (rate == 1)
 		return 1; /* every allocation (each counts at least 1 byte) */
@@ -68,4 +69,39 @@ heapprof__sampler_next(hp_tls *t, int64_t rate)
 	if (d > 9.0e18)
 		return INT64_MAX / 2;
 	return (int64_t)d;
+}
+
+int64_t
+heapprof__sampler_take(hp_tls *t, int64_t rate, uint64_t w)
+{
+	if (!t->seeded || t->rate == 0) {
+		/* No distance drawn at a rate yet: a new thread, the main
+		 * thread's first allocation after init, a fork child, or the
+		 * first crossing since sampling was off. Draw one now and
+		 * charge this allocation against it as the fast path would:
+		 * a sample only if its weight reaches it. Counting the
+		 * allocation as a certain sample instead would make every
+		 * short thread's first block weigh a whole `rate`. */
+		if (!t->seeded)
+			rng_seed(t);
+		int64_t d = heapprof__sampler_next(t, rate);
+		if (t->rate == 0 || w < (uint64_t)d) {
+			t->left = t->rate == 0 ? d : d - (int64_t)w;
+			return 0;
+		}
+	}
+	/* The counter crossed zero inside this allocation: a sample, at the
+	 * rate its distance was drawn at. The next distance is drawn at
+	 * the current rate. */
+	int64_t at = t->rate;
+	t->left = heapprof__sampler_next(t, rate);
+	return at;
+}
+
+void
+heapprof__sampler_reset(hp_tls *t)
+{
+	t->seeded = 0;
+	t->rate = 0;
+	t->left = 0;
 }

@@ -30,24 +30,24 @@
 		        ra < (uintptr_t)__stop_heapprof_entry;                 \
 	} while (0)
 
-/* The byte counter crossed zero. Decides whether this allocation is a
- * sample and draws the next distance. */
-static bool
-sample_decide(hp_tls *t)
+/* The byte counter reached an allocation of `n` bytes. Decides whether it
+ * is a sample and sets the next distance (sampler.c). Returns the rate the
+ * sample was taken at, which its record keeps, or 0: not a sample. */
+static int64_t
+sample_decide(hp_tls *t, size_t n)
 {
 	if (t->busy || !atomic_load_explicit(&heapprof__ready, memory_order_acquire))
-		return false; /* counter unchanged: decide again next time */
+		return 0; /* counter unchanged: decide again next time */
 	int64_t rate = atomic_load_explicit(&heapprof__cfg.rate,
 	                                    memory_order_relaxed);
-	t->left = heapprof__sampler_next(t, rate);
-	return rate > 0;
+	return heapprof__sampler_take(t, rate, heapprof__weight(n));
 }
 
 /* Serves a sampled allocation from the range and records it. NULL: could
  * not (the caller forwards the request unsampled). */
 static HP_NOINLINE void *
-sampled_alloc(hp_tls *t, size_t size, size_t align, bool zero, uintptr_t ra,
-              int extra)
+sampled_alloc(hp_tls *t, int64_t rate, size_t size, size_t align, bool zero,
+              uintptr_t ra, int extra)
 {
 	if (size > heapprof__range_span / 4)
 		return NULL; /* fails in the next allocator too, or is unmappable here */
@@ -59,7 +59,8 @@ sampled_alloc(hp_tls *t, size_t size, size_t align, bool zero, uintptr_t ra,
 		int d = heapprof__stack_capture(t, ra, stack,
 		                                heapprof__cfg.depth + extra);
 		hp_bucket *b = heapprof__bucket_get(stack + (d > extra ? extra : 0),
-		                                    d > extra ? d - extra : d, size);
+		                                    d > extra ? d - extra : d, size,
+		                                    rate);
 		if (b) {
 			atomic_fetch_add_explicit(&b->alloc_objects, 1,
 			                          memory_order_relaxed);
@@ -85,8 +86,8 @@ static void *
 try_sample(hp_tls *t, size_t n, size_t align, bool zero, uintptr_t ra,
            int extra)
 {
-	return sample_decide(t) ? sampled_alloc(t, n, align, zero, ra, extra)
-	                        : NULL;
+	int64_t rate = sample_decide(t, n);
+	return rate ? sampled_alloc(t, rate, n, align, zero, ra, extra) : NULL;
 }
 
 void
@@ -192,9 +193,10 @@ heapprof__slow_realloc(void *p, size_t n)
 		return malloc_at(t, n, ra, extra);
 	if (n == 0)
 		return heapprof__next.realloc(p, n); /* frees p */
-	if (sample_decide(t)) {
+	int64_t rate = sample_decide(t, n);
+	if (rate) {
 		/* The new block is a sample: move the data into the range. */
-		void *q = sampled_alloc(t, n, 16, false, ra, extra);
+		void *q = sampled_alloc(t, rate, n, 16, false, ra, extra);
 		if (q) {
 			size_t old = heapprof__next.malloc_usable_size(p);
 			memcpy(q, p, old < n ? old : n);
@@ -219,9 +221,11 @@ heapprof__slow_posix_memalign(void **pp, size_t align, size_t n)
 	CALLER(ra, extra);
 	hp_tls *t = &heapprof__tls;
 	/* Invalid alignments go to the next allocator, which reports them. */
-	if (pow2(align) && align % sizeof(void *) == 0 && sample_decide(t)) {
-		void *p = sampled_alloc(t, n, align < 16 ? 16 : align, false, ra,
-		                        extra);
+	int64_t rate;
+	if (pow2(align) && align % sizeof(void *) == 0 &&
+	    (rate = sample_decide(t, n)) != 0) {
+		void *p = sampled_alloc(t, rate, n, align < 16 ? 16 : align, false,
+		                        ra, extra);
 		if (p) {
 			*pp = p;
 			return 0;

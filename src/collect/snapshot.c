@@ -205,6 +205,7 @@ collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
 		r->stack = b->stack;
 		r->depth = b->depth;
 		r->object_size = (int64_t)b->size;
+		r->rate = b->rate; /* its own, not today's: see bucket.c */
 		n++;
 	}
 	/* Oldest bucket first: a stable order across dumps. */
@@ -269,13 +270,18 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	         "heapprof: profiler memory: records=%zu bytes, sampled-object "
 	         "pages=%llu bytes",
 	         heapprof__arena_bytes(), (unsigned long long)mapped);
+	char c3[600];
+	snprintf(c3, sizeof(c3), "heapprof: pid=%ld cmdline=%s", (long)getpid(),
+	         heapprof__cmdline);
 	/* The first comment names the build ("heapprof 0.1 (commit ...)"). */
-	const char *comments[3] = {heapprof__version_string(), c1, c2};
+	const char *comments[4] = {heapprof__version_string(), c1, c2, c3};
 
 	heapprof_heap_profile p;
 	memset(&p, 0, sizeof(p));
 	p.records = recs;
 	p.nrecords = n;
+	/* The period: the rate now. Each record is unsampled with its own
+	 * (r->rate), so changing the rate never rescales what is recorded. */
 	p.rate = atomic_load(&heapprof__cfg.rate);
 	p.time_nanos = now;
 	if (o->base && (o->kind == HP_SNAP_DELTA || o->kind == HP_SNAP_DELTA_ALLOC))
@@ -297,7 +303,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 		p.symbolize_frames_arg = dwsym;
 	}
 	p.comments = comments;
-	p.ncomments = 3;
+	p.ncomments = 4;
 	unsigned flags = HEAPPROF_ENCODE_GZIP;
 	if (o->kind != HP_SNAP_FULL)
 		flags |= HEAPPROF_ENCODE_DROP_ZERO;

@@ -1,22 +1,25 @@
 /*
- * stack.c: the call stack of a sampled allocation.
+ * stack.c: the call stack of a sampled allocation: picks the unwinder,
+ * knows the thread's stack bounds, and drops the profiler's own frames.
  *
- * Default: libunwind's unw_backtrace (DWARF CFI, so it works on Debian's
- * binaries, which have no frame pointers; about 20x faster than glibc's
- * backtrace()). libunwind is loaded with dlopen(RTLD_LOCAL) and only
- * unw_backtrace is looked up: linking it normally would put its
- * _Unwind_Backtrace and _Unwind_RaiseException into the global scope, ahead
- * of libgcc_s, and C++ exceptions of the host would run through it.
- *
- * Option (HEAPPROF_UNWIND=fp, or libunwind missing): a frame-pointer walk,
- * bounded by the thread's stack, for programs built with
- * -fno-omit-frame-pointer.
+ * Default (HEAPPROF_UNWIND=dwarf): unwind.c, DWARF CFI read in place with
+ * a per-address rule cache, so it works on Debian's binaries, which have
+ * no frame pointers.
+ * HEAPPROF_UNWIND=fp: a frame-pointer walk, bounded by the thread's stack,
+ * for programs built with -fno-omit-frame-pointer.
+ * HEAPPROF_UNWIND=libunwind: an explicit opt-in, never the default, loaded
+ * only then (dlopen, RTLD_LOCAL, only unw_backtrace looked up: linked
+ * normally its _Unwind_* would come ahead of libgcc_s for the host's C++
+ * exceptions). libunwind 1.6 validates addresses through a pipe it keeps
+ * on the lowest free fds: a program that reuses fds 3 and 4 then gets
+ * corrupted I/O (issue 13). Missing: the default unwinder, one warning.
  *
  * The profiler's own frames are dropped by finding the interposed
  * function's return address in the captured frames and keeping everything
  * from there. Addresses are return address - 1, the call instruction, as
- * pprof expects. Called from malloc with the busy flag set: what libunwind
- * allocates on its first use in a thread goes to the real allocator.
+ * pprof expects. Called from malloc with the busy flag set: what
+ * pthread_getattr_np allocates on a thread's first capture goes to the
+ * real allocator.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -30,7 +33,7 @@ static unw_backtrace_fn unw_bt; /* written once at init */
 int
 heapprof__stack_init(void)
 {
-	if (heapprof__cfg.unwind_fp)
+	if (heapprof__cfg.unwind != HP_UNWIND_LIBUNWIND)
 		return 0;
 	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	if (!h)
@@ -38,7 +41,7 @@ heapprof__stack_init(void)
 	if (h)
 		unw_bt = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
 	if (!unw_bt) {
-		heapprof__cfg.unwind_fp = 1;
+		heapprof__cfg.unwind = HP_UNWIND_DWARF;
 		return -ENOENT;
 	}
 	return 0;
@@ -47,7 +50,12 @@ heapprof__stack_init(void)
 const char *
 heapprof__stack_unwinder(void)
 {
-	return unw_bt && !heapprof__cfg.unwind_fp ? "libunwind" : "frame-pointer";
+	switch (heapprof__cfg.unwind) {
+	case HP_UNWIND_FP: return "frame-pointer";
+	case HP_UNWIND_LIBUNWIND: if (unw_bt) return "libunwind"; break;
+	default: break;
+	}
+	return "dwarf";
 }
 
 static void
@@ -70,8 +78,6 @@ stack_bounds(hp_tls *t)
 static int
 fp_walk(hp_tls *t, void **buf, int max)
 {
-	if (!t->stack_hi)
-		stack_bounds(t);
 	uintptr_t *fp = __builtin_frame_address(0);
 	int n = 0;
 	while (n < max) {
@@ -90,15 +96,17 @@ fp_walk(hp_tls *t, void **buf, int max)
 	return n;
 }
 
-HP_NOINLINE int
-heapprof__stack_capture(hp_tls *t, uintptr_t skip_to, uint64_t *out, int max)
+/* fp and libunwind: into a buffer, then the profiler's frames dropped.
+ * Not inlined: the buffer is on the stack only when these are used. */
+static HP_NOINLINE int
+capture_buffered(hp_tls *t, uintptr_t skip_to, uint64_t *out, int max)
 {
 	void *buf[HP_MAX_DEPTH + 16];
 	int cap = max + 16;
 	if (cap > (int)HP_ARRAY_LEN(buf))
 		cap = (int)HP_ARRAY_LEN(buf);
-	int n = unw_bt && !heapprof__cfg.unwind_fp ? unw_bt(buf, cap)
-	                                           : fp_walk(t, buf, cap);
+	int n = heapprof__cfg.unwind == HP_UNWIND_FP ? fp_walk(t, buf, cap)
+	                                             : unw_bt(buf, cap);
 	int start = 0;
 	for (int i = 0; i < n && i < 16; i++) {
 		if ((uintptr_t)buf[i] == skip_to) {
@@ -110,4 +118,16 @@ heapprof__stack_capture(hp_tls *t, uintptr_t skip_to, uint64_t *out, int max)
 	for (int i = start; i < n && d < max; i++)
 		out[d++] = (uint64_t)(uintptr_t)buf[i] - 1;
 	return d;
+}
+
+HP_NOINLINE int
+heapprof__stack_capture(hp_tls *t, uintptr_t skip_to, uint64_t *out, int max)
+{
+	if (HP_UNLIKELY(!t->stack_hi))
+		stack_bounds(t);
+	if (HP_LIKELY(heapprof__cfg.unwind == HP_UNWIND_DWARF) ||
+	    (heapprof__cfg.unwind == HP_UNWIND_LIBUNWIND && !unw_bt))
+		return heapprof__unwind_dwarf(out, max, skip_to, t->stack_lo,
+		                              t->stack_hi);
+	return capture_buffered(t, skip_to, out, max);
 }

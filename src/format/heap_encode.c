@@ -54,7 +54,7 @@ heapprof_scale_heap_sample(int64_t count, int64_t size, int64_t rate,
 	/* Go's scaleHeapSample (runtime/pprof/protomem.go): a sample of
 	 * average size S is taken with probability 1 - exp(-S/R), so each
 	 * one stands for 1 / (1 - exp(-S/R)) allocations. Truncates, as Go. */
-	if (count == 0 || size == 0) {
+	if (count == 0) {
 		*out_count = 0;
 		*out_size = 0;
 		return;
@@ -64,7 +64,10 @@ heapprof_scale_heap_sample(int64_t count, int64_t size, int64_t rate,
 		*out_size = size;
 		return;
 	}
-	double avg = (double)size / (double)count;
+	/* Zero-byte objects were sampled as weighing one byte (Go returns
+	 * 0, 0 here; it never samples them): their count is unsampled with
+	 * that weight, so 100,000 live malloc(0) blocks stay 100,000. */
+	double avg = size == 0 ? 1.0 : (double)size / (double)count;
 	double scale = 1.0 / (1.0 - exp(-avg / (double)rate));
 	*out_count = (int64_t)((double)count * scale);
 	*out_size = (int64_t)((double)size * scale);
@@ -321,10 +324,12 @@ encode_body(enc *e)
 	for (size_t i = 0; i < p->nrecords; i++) {
 		const heapprof_record *r = &p->records[i];
 		int64_t v[4];
+		/* Each record with the rate it was sampled at. */
+		int64_t rate = r->rate ? r->rate : p->rate;
 		heapprof_scale_heap_sample(r->alloc_objects, r->alloc_bytes,
-		                           p->rate, &v[0], &v[1]);
+		                           rate, &v[0], &v[1]);
 		heapprof_scale_heap_sample(r->alloc_objects - r->free_objects,
-		                           r->alloc_bytes - r->free_bytes, p->rate,
+		                           r->alloc_bytes - r->free_bytes, rate,
 		                           &v[2], &v[3]);
 		if (e->flags & HEAPPROF_ENCODE_INUSE_ONLY)
 			v[0] = v[1] = 0;

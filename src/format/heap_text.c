@@ -9,7 +9,14 @@
  *   start-limit r-xp offset 00:00 0 /path
  *
  * Counts are the raw sampled ones: readers unsample them with the rate in
- * the header. Addresses are return addresses (pprof subtracts 1 from each,
+ * the header. The header has one rate, records may have been sampled at
+ * several (the program changed the rate at run time): when every record
+ * has the same rate, that rate is the header's (whatever the current
+ * rate is: after heapprof_set_sample_rate(0) the records keep theirs) and
+ * the counts are raw; otherwise each record's counts are unsampled here
+ * with its own rate, the header says heap_v2/1 (readers scale nothing)
+ * and a comment says so. Zero-byte objects do not survive readers either
+ * way (pprof's legacy reader drops a row of 0 bytes). Addresses are return addresses (pprof subtracts 1 from each,
  * so the stack's call-site addresses get 1 added back). Records are sorted
  * by in-use bytes, largest first, as Go sorts them.
  */
@@ -56,14 +63,17 @@ tw_printf(tw *t, const char *fmt, ...)
 		              ? (size_t)n : sizeof(t->buf) - t->len - 1;
 }
 
+/* One record's values as written: in-use and alloc pairs. */
+typedef struct row {
+	const heapprof_record *r;
+	int64_t io, ib, ao, ab;
+} row;
+
 static int
 cmp_inuse(const void *a, const void *b)
 {
-	const heapprof_record *x = *(const heapprof_record *const *)a;
-	const heapprof_record *y = *(const heapprof_record *const *)b;
-	int64_t ix = x->alloc_bytes - x->free_bytes;
-	int64_t iy = y->alloc_bytes - y->free_bytes;
-	return ix > iy ? -1 : ix < iy;
+	const row *x = a, *y = b;
+	return x->ib > y->ib ? -1 : x->ib < y->ib;
 }
 
 HP_EXPORT int
@@ -73,19 +83,42 @@ heapprof_encode_heap_text(const heapprof_heap_profile *p,
 	if (!p || !write || (p->nrecords && !p->records) ||
 	    (p->nmappings && !p->mappings) || p->rate < 0)
 		return -EINVAL;
-	const heapprof_record **order = NULL;
+	/* The header's rate: the records' own if they share one. */
+	int64_t rate = p->rate;
+	int mixed = 0;
+	for (size_t i = 0; i < p->nrecords; i++) {
+		int64_t r = p->records[i].rate ? p->records[i].rate : p->rate;
+		if (i == 0)
+			rate = r;
+		else if (r != rate)
+			mixed = 1;
+	}
+	if (mixed)
+		rate = 1;
+	row *order = NULL;
 	if (p->nrecords) {
 		order = malloc(p->nrecords * sizeof(*order));
 		if (!order)
 			return -ENOMEM;
 	}
-	int64_t ao = 0, ab = 0, fo = 0, fb = 0;
+	int64_t ao = 0, ab = 0, io = 0, ib = 0;
 	for (size_t i = 0; i < p->nrecords; i++) {
-		order[i] = &p->records[i];
-		ao += p->records[i].alloc_objects;
-		ab += p->records[i].alloc_bytes;
-		fo += p->records[i].free_objects;
-		fb += p->records[i].free_bytes;
+		const heapprof_record *r = &p->records[i];
+		row *w = &order[i];
+		w->r = r;
+		w->ao = r->alloc_objects;
+		w->ab = r->alloc_bytes;
+		w->io = r->alloc_objects - r->free_objects;
+		w->ib = r->alloc_bytes - r->free_bytes;
+		if (mixed) {
+			int64_t rr = r->rate ? r->rate : p->rate;
+			heapprof_scale_heap_sample(w->ao, w->ab, rr, &w->ao, &w->ab);
+			heapprof_scale_heap_sample(w->io, w->ib, rr, &w->io, &w->ib);
+		}
+		ao += w->ao;
+		ab += w->ab;
+		io += w->io;
+		ib += w->ib;
 	}
 	if (p->nrecords)
 		qsort(order, p->nrecords, sizeof(*order), cmp_inuse);
@@ -101,17 +134,18 @@ heapprof_encode_heap_text(const heapprof_heap_profile *p,
 	t->len = 0;
 	tw_printf(t, "heap profile: %" PRId64 ": %" PRId64 " [%" PRId64
 	             ": %" PRId64 "] @ heap_v2/%" PRId64 "\n",
-	          ao - fo, ab - fb, ao, ab, p->rate);
+	          io, ib, ao, ab, rate);
 	for (size_t i = 0; i < p->nrecords && !t->err; i++) {
-		const heapprof_record *r = order[i];
+		const row *w = &order[i];
 		tw_printf(t, "%" PRId64 ": %" PRId64 " [%" PRId64 ": %" PRId64 "] @",
-		          r->alloc_objects - r->free_objects,
-		          r->alloc_bytes - r->free_bytes, r->alloc_objects,
-		          r->alloc_bytes);
-		for (size_t d = 0; d < r->depth; d++)
-			tw_printf(t, " 0x%" PRIx64, r->stack[d] + 1);
+		          w->io, w->ib, w->ao, w->ab);
+		for (size_t d = 0; d < w->r->depth; d++)
+			tw_printf(t, " 0x%" PRIx64, w->r->stack[d] + 1);
 		tw_printf(t, "\n");
 	}
+	if (mixed)
+		tw_printf(t, "# heapprof: records sampled at several rates: counts "
+		             "are unsampled, hence heap_v2/1\n");
 	for (size_t i = 0; i < p->ncomments; i++)
 		tw_printf(t, "# %s\n", p->comments[i]);
 	tw_printf(t, "\nMAPPED_LIBRARIES:\n");

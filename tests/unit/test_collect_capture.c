@@ -36,7 +36,7 @@ TEST(sampler_exponential_law)
 	CHECK(fabs((double)over1 / n - exp(-1)) < 0.005);
 	CHECK(fabs((double)over3 / n - exp(-3)) < 0.003);
 	CHECK_EQ(heapprof__sampler_next(&t, 1), 1);
-	CHECK_EQ(heapprof__sampler_next(&t, 0), (int64_t)1 << 30);
+	CHECK_EQ(heapprof__sampler_next(&t, 0), (int64_t)1 << 20);
 }
 
 TEST(sampler_probability_per_allocation)
@@ -170,11 +170,11 @@ TEST(buckets_by_stack_and_size)
 {
 	REQUIRE_OK(heapprof__bucket_init());
 	uint64_t s1[3] = {1, 2, 3}, s2[3] = {1, 2, 4};
-	hp_bucket *a = heapprof__bucket_get(s1, 3, 100);
-	hp_bucket *b = heapprof__bucket_get(s1, 3, 100);
-	hp_bucket *c = heapprof__bucket_get(s1, 3, 200);
-	hp_bucket *d = heapprof__bucket_get(s2, 3, 100);
-	hp_bucket *e = heapprof__bucket_get(s1, 2, 100);
+	hp_bucket *a = heapprof__bucket_get(s1, 3, 100, 524288);
+	hp_bucket *b = heapprof__bucket_get(s1, 3, 100, 524288);
+	hp_bucket *c = heapprof__bucket_get(s1, 3, 200, 524288);
+	hp_bucket *d = heapprof__bucket_get(s2, 3, 100, 524288);
+	hp_bucket *e = heapprof__bucket_get(s1, 2, 100, 524288);
 	REQUIRE(a && c && d && e);
 	CHECK(a == b);
 	CHECK(a != c && a != d && a != e && c != d);
@@ -186,14 +186,14 @@ TEST(buckets_by_stack_and_size)
 	for (int i = 0; i < 70000; i++) {
 		for (int k = 0; k < 16; k++)
 			st[k] = ((uint64_t)i << 8) | (uint64_t)k;
-		hp_bucket *x = heapprof__bucket_get(st, 16, 64);
+		hp_bucket *x = heapprof__bucket_get(st, 16, 64, 524288);
 		REQUIRE(x);
 		atomic_fetch_add(&x->alloc_objects, 1);
 	}
 	for (int i = 0; i < 70000; i += 7) {
 		for (int k = 0; k < 16; k++)
 			st[k] = ((uint64_t)i << 8) | (uint64_t)k;
-		hp_bucket *x = heapprof__bucket_get(st, 16, 64);
+		hp_bucket *x = heapprof__bucket_get(st, 16, 64, 524288);
 		REQUIRE(x);
 		CHECK_EQ(atomic_load(&x->alloc_objects), 1);
 	}
@@ -202,6 +202,74 @@ TEST(buckets_by_stack_and_size)
 	for (hp_bucket *x = heapprof__bucket_list(); x; x = x->all_next)
 		listed++;
 	CHECK_EQ(listed, heapprof__bucket_count());
+}
+
+TEST(sampler_first_allocation_is_not_certain)
+{
+	/* A thread without a distance (new, fork child, main after init)
+	 * draws one first: a 16-byte allocation is a sample with
+	 * probability 1 - exp(-16/R), not 1 (2000 short threads each
+	 * keeping 16 B were reported as 1000 MB). 100,000 fresh threads at
+	 * R = 512 KiB: about 3 samples expected. */
+	const int64_t R = 524288;
+	long sampled = 0;
+	for (int i = 0; i < 100000; i++) {
+		hp_tls t = {0};
+		int64_t at = heapprof__sampler_take(&t, R, 16);
+		if (at) {
+			sampled++;
+			CHECK_EQ(at, R);
+		} else {
+			CHECK(t.left > 0);
+		}
+		CHECK_EQ(t.rate, R);
+		CHECK_EQ(t.seeded, 1);
+	}
+	if (sampled > 30)
+		T_FAIL("%ld of 100000 first allocations sampled", sampled);
+	/* At rate 1 every allocation is, the first included. */
+	hp_tls t = {0};
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(heapprof__sampler_take(&t, 1, i % 2 ? 1 : 16), 1);
+	/* Off: nothing, and the thread comes back within 1 MiB. */
+	hp_tls u = {0};
+	CHECK_EQ(heapprof__sampler_take(&u, 0, 16), 0);
+	CHECK(u.left > 0 && u.left <= (int64_t)1 << 20);
+}
+
+TEST(sampler_sample_keeps_the_rate_it_was_drawn_at)
+{
+	/* The rate changes while a distance drawn at R1 runs: the sample
+	 * at its end is an R1 sample, the next distance is at R2. */
+	hp_tls t = {0};
+	t.left = heapprof__sampler_next(&t, 4096);
+	t.seeded = 1;
+	CHECK_EQ(t.rate, 4096);
+	CHECK_EQ(heapprof__sampler_take(&t, 1, 100), 4096);
+	CHECK_EQ(t.rate, 1);
+	CHECK_EQ(heapprof__sampler_take(&t, 0, 100), 1);
+	CHECK_EQ(t.rate, 0);
+	/* A distance drawn while off is no sample; the first crossing after
+	 * sampling is back on draws at the new rate and charges this
+	 * allocation against it. */
+	CHECK_EQ(heapprof__sampler_take(&t, 0, 100), 0);
+	CHECK_EQ(heapprof__sampler_take(&t, 1, 100), 1);
+	heapprof__sampler_reset(&t);
+	CHECK_EQ(t.left, 0);
+	CHECK_EQ(t.seeded, 0);
+}
+
+TEST(buckets_keyed_by_rate)
+{
+	REQUIRE_OK(heapprof__bucket_init());
+	uint64_t s1[3] = {9, 8, 7};
+	hp_bucket *a = heapprof__bucket_get(s1, 3, 100, 4096);
+	hp_bucket *b = heapprof__bucket_get(s1, 3, 100, 524288);
+	REQUIRE(a && b);
+	CHECK(a != b);
+	CHECK_EQ(a->rate, 4096);
+	CHECK_EQ(b->rate, 524288);
+	CHECK(heapprof__bucket_get(s1, 3, 100, 4096) == a);
 }
 
 __attribute__((noinline)) static int
@@ -217,18 +285,19 @@ capture_from_child(uint64_t *out, int max, uintptr_t *ra)
 	return heapprof__stack_capture(&heapprof__tls, *ra, out, max);
 }
 
-TEST(stack_capture_both_unwinders)
+TEST(stack_capture_every_unwinder)
 {
-	for (int fp = 0; fp <= 1; fp++) {
-		heapprof__cfg.unwind_fp = fp;
-		if (!fp && heapprof__stack_init() != 0) {
-			printf("  (libunwind missing: fp only)\n");
+	static const char *const names[] = {"dwarf", "fp", "libunwind"};
+	for (int u = HP_UNWIND_DWARF; u <= HP_UNWIND_LIBUNWIND; u++) {
+		heapprof__cfg.unwind = u;
+		if (heapprof__stack_init() != 0 || heapprof__cfg.unwind != u) {
+			printf("  (libunwind missing: not tested)\n");
 			continue;
 		}
 		uint64_t out[64];
 		int n = capture_here(out, 64);
-		if (n < 2)
-			T_FAIL("%s: %d frames", fp ? "fp" : "libunwind", n);
+		if (n < 3) /* capture_here, the test, main at least */
+			T_FAIL("%s: %d frames", names[u], n);
 		/* Skipping to a known return address: the first frame is
 		 * that call site (return address - 1). */
 		uintptr_t ra;
@@ -237,7 +306,7 @@ TEST(stack_capture_both_unwinders)
 		CHECK_EQ(out[0], (uint64_t)ra - 1);
 		CHECK_EQ(capture_here(out, 1), 1);
 	}
-	heapprof__cfg.unwind_fp = 0;
+	heapprof__cfg.unwind = HP_UNWIND_DWARF;
 }
 
 int
@@ -247,7 +316,10 @@ main(void)
 	RUN(sampler_probability_per_allocation);
 	RUN(range_alloc_free_reuse);
 	RUN(range_small_objects_share_slabs);
+	RUN(sampler_first_allocation_is_not_certain);
+	RUN(sampler_sample_keeps_the_rate_it_was_drawn_at);
 	RUN(buckets_by_stack_and_size);
-	RUN(stack_capture_both_unwinders);
+	RUN(stack_capture_every_unwinder);
+	RUN(buckets_keyed_by_rate);
 	TEST_MAIN_END();
 }

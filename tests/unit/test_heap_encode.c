@@ -181,9 +181,9 @@ TEST(seed_002_vectors)
 	/* Go's MemProfileRecord is {AllocBytes, FreeBytes, AllocObjects,
 	 * FreeObjects}. */
 	heapprof_record recs[3] = {
-		{4, 4096, 1, 1024, s1, 2, 0},
-		{1, 512 * 1024, 0, 0, s2, 2, 0},
-		{1, 512 * 1024, 1, 512 * 1024, s3, 3, 0},
+		{4, 4096, 1, 1024, s1, 2, 0, 0},
+		{1, 512 * 1024, 0, 0, s2, 2, 0, 0},
+		{1, 512 * 1024, 1, 512 * 1024, s3, 3, 0, 0},
 	};
 	heapprof_heap_profile p = {0};
 	p.records = recs;
@@ -244,7 +244,7 @@ TEST(seed_002_vectors)
 TEST(gzip_roundtrip_and_symbols)
 {
 	uint64_t s1[] = {0x1010, 0x2020, 0x1010};
-	heapprof_record rec = {10, 1000, 5, 500, s1, 3, 0};
+	heapprof_record rec = {10, 1000, 5, 500, s1, 3, 0, 0};
 	heapprof_mapping m = {0x1000, 0x3000, 0, "/x", NULL};
 	heapprof_heap_profile p = {0};
 	p.records = &rec;
@@ -274,8 +274,8 @@ TEST(text_format)
 {
 	uint64_t s1[] = {0x401146, 0x401268}, s2[] = {0x401146};
 	heapprof_record recs[2] = {
-		{3, 3072, 2, 2048, s1, 2, 0},
-		{4, 200, 2, 100, s2, 1, 0},
+		{3, 3072, 2, 2048, s1, 2, 0, 0},
+		{4, 200, 2, 100, s2, 1, 0, 0},
 	};
 	heapprof_mapping m = {0x401000, 0x402000, 0x1000, "/abs/bin", NULL};
 	heapprof_heap_profile p = {0};
@@ -315,9 +315,9 @@ TEST(inuse_only_delta_and_header_fields)
 	 * zero once alloc values are dropped. */
 	uint64_t s1[] = {0x1010}, s2[] = {0x1020}, s3[] = {0x1030};
 	heapprof_record recs[3] = {
-		{0, 0, 2, 200, s1, 1, 100},  /* only frees in the window */
-		{4, 400, 0, 0, s2, 1, 0},     /* allocations, still live */
-		{3, 300, 3, 300, s3, 1, 0},   /* allocated and freed */
+		{0, 0, 2, 200, s1, 1, 100, 0},  /* only frees in the window */
+		{4, 400, 0, 0, s2, 1, 0, 0},     /* allocations, still live */
+		{3, 300, 3, 300, s3, 1, 0, 0},   /* allocated and freed */
 	};
 	heapprof_heap_profile p = {0};
 	p.records = recs;

@@ -1,0 +1,625 @@
+/*
+ * unwind.c: the default unwinder, x86_64 DWARF call-frame information
+ * (.eh_frame) read in place, with a lock-free cache of one rule per
+ * return address.
+ *
+ * Per frame, the steady state is a table lookup and two or three loads:
+ * the rule for a return address says where the caller's frame starts (the
+ * CFA, rsp or rbp plus an offset), that the return address sits just
+ * below it, and where rbp was saved, if it was. A miss finds the object
+ * with glibc's lock-free _dl_find_object (2.35+), binary-searches its
+ * .eh_frame_hdr table, parses the FDE and its CIE and runs the CFA program
+ * up to the address; the result is published in the cache with one atomic
+ * store. What is not understood (DWARF expressions, a CFA on another
+ * register) stops the walk cleanly; a frame without any CFI (JIT code,
+ * assembly without directives) is stepped over with its frame pointer if
+ * that looks sound. glibc's signal trampoline (__restore_rt, recognised by
+ * its code bytes) is stepped through the ucontext the kernel saved.
+ *
+ * Why not libunwind: after its first unwind, libunwind 1.6 keeps a pipe
+ * on the lowest free fds (3 and 4 in most programs) to validate addresses,
+ * and every unwind then reads from and writes process memory to those
+ * fds, which the program may have reused for its own files; it also needs
+ * about 3 KiB more stack. Why not libgcc's _Unwind_Backtrace: about 20
+ * times slower (it parses the CFI of every frame every time).
+ *
+ * Memory safety: no read is made outside memory known to be mapped: the
+ * current thread's stack from the lowest stack pointer seen upwards
+ * (stack pointers only grow while unwinding), or pages that mincore()
+ * reports mapped and resident (stacks that are not the thread's own:
+ * coroutines, sigaltstack), validated per capture, at most a few
+ * syscalls. CFI tables are those of loaded objects, read in place, with
+ * every length bounded. No fd, no lock, no allocation, no syscall on the
+ * common path, under 300 bytes of stack: usable from a signal handler.
+ *
+ * Shared state: `cache` (below) only. A stale rule (an object unloaded and
+ * another mapped at the same address) can give a wrong frame, never an
+ * unchecked read.
+ */
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+
+#include "collect.h"
+
+#pragma weak _dl_find_object /* glibc 2.35+; older: frame pointers only */
+/* Bound when the library is loaded (a data relocation): a lazily bound
+ * call would run the dynamic linker's resolver, which saves the whole
+ * register file on the stack (2.5 KiB), inside a sampled malloc. */
+static int (*const find_object)(void *, struct dl_find_object *) =
+	_dl_find_object;
+
+/* ------------------------------------------------------------------ rules */
+
+/* A rule in 28 bits: kind (3), CFA offset / 8 (13), rbp slot (6): rbp was
+ * saved at CFA - 8 * slot, 0 = rbp unchanged. The return address is always
+ * at CFA - 8 (other layouts are not cached). */
+enum {
+	R_EMPTY = 0,
+	R_RSP = 1,   /* CFA = rsp + off */
+	R_RBP = 2,   /* CFA = rbp + off */
+	R_STOP = 3,  /* outermost frame, or CFI not understood */
+	R_FP = 4,    /* no CFI: frame-pointer step, if it looks sound */
+	R_SIGRET = 5, /* glibc's __restore_rt: the ucontext is at rsp */
+};
+#define RULE(kind, off8, slot) ((uint32_t)(kind) | (uint32_t)(off8) << 3 | (uint32_t)(slot) << 16)
+#define RULE_KIND(r) ((r)&7u)
+#define RULE_OFF(r) ((uintptr_t)(((r) >> 3) & 0x1fffu) * 8)
+#define RULE_SLOT(r) (((r) >> 16) & 0x3fu)
+#define RULE_BITS 28
+#define OFF8_MAX 0x1fff
+#define SLOT_MAX 0x3f
+
+/* The cache: direct-mapped, 8192 words of 64 bits (64 KiB of bss, touched
+ * only where used). A word is (key >> CBITS) << RULE_BITS | rule, where
+ * key is the looked-up address; the slot index is a hash whose low bits
+ * the stored high bits give back, so word and slot together name one key.
+ * Any thread writes a slot with one relaxed atomic store, and reads it
+ * with one relaxed atomic load: a word is a whole entry, so a reader sees
+ * an old entry, a new one, or empty, never a mix. Addresses above 2^49
+ * (5-level paging) are not cached. */
+#define CBITS 13
+#define CSIZE (1u << CBITS)
+static _Atomic uint64_t cache[CSIZE];
+
+HP_INLINE uint32_t
+cache_slot(uintptr_t key)
+{
+	return (uint32_t)((key ^ (key >> (CBITS + 4)) ^ (key >> 29)) & (CSIZE - 1));
+}
+
+/* ------------------------------------------------------------- CFI parsing */
+
+/* Reads an unsigned LEB128, not past `end`. */
+static int
+uleb(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	for (unsigned sh = 0; p < end && sh < 64; sh += 7) {
+		uint8_t b = *p++;
+		v |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80)) {
+			*pp = p;
+			*out = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int
+sleb(const uint8_t **pp, const uint8_t *end, int64_t *out)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	for (unsigned sh = 0; p < end && sh < 64;) {
+		uint8_t b = *p++;
+		v |= (uint64_t)(b & 0x7f) << sh;
+		sh += 7;
+		if (!(b & 0x80)) {
+			if (sh < 64 && (b & 0x40))
+				v |= ~(uint64_t)0 << sh;
+			*pp = p;
+			*out = (int64_t)v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Reads a pointer in DW_EH_PE encoding `enc`; `datarel` is the base of
+ * DW_EH_PE_datarel. Indirect, textrel and funcrel are not supported. */
+static int
+read_enc(const uint8_t **pp, const uint8_t *end, uint8_t enc, uintptr_t datarel,
+         uintptr_t *out)
+{
+	const uint8_t *p = *pp;
+	uintptr_t base = 0;
+	uint64_t v;
+	if (enc == 0xff)
+		return -1;
+	switch (enc & 0x70) {
+	case 0x00: break;
+	case 0x10: base = (uintptr_t)p; break;
+	case 0x30: base = datarel; break;
+	default: return -1;
+	}
+	if (enc & 0x80)
+		return -1;
+	int64_t s;
+	switch (enc & 0x0f) {
+	case 0x00: case 0x04: case 0x0c:
+		if (end - p < 8) return -1;
+		memcpy(&v, p, 8); p += 8; break;
+	case 0x01: if (uleb(&p, end, &v)) return -1; break;
+	case 0x09: if (sleb(&p, end, &s)) return -1; v = (uint64_t)s; break;
+	case 0x02: { uint16_t x; if (end - p < 2) return -1; memcpy(&x, p, 2); p += 2; v = x; break; }
+	case 0x0a: { int16_t x; if (end - p < 2) return -1; memcpy(&x, p, 2); p += 2; v = (uint64_t)(int64_t)x; break; }
+	case 0x03: { uint32_t x; if (end - p < 4) return -1; memcpy(&x, p, 4); p += 4; v = x; break; }
+	case 0x0b: { int32_t x; if (end - p < 4) return -1; memcpy(&x, p, 4); p += 4; v = (uint64_t)(int64_t)x; break; }
+	default: return -1;
+	}
+	*pp = p;
+	*out = base + (uintptr_t)v;
+	return 0;
+}
+
+/* One entry of .eh_frame (CIE or FDE): its contents [*body, *end) after
+ * the length word. 0, or -1 for a terminator or a bad length. */
+static int
+entry_bounds(const uint8_t *e, const uint8_t **body, const uint8_t **end)
+{
+	uint32_t len32;
+	memcpy(&len32, e, 4);
+	if (len32 == 0 || len32 == 0xffffffffu || len32 > (1u << 24))
+		return -1; /* 64-bit lengths are not used in .eh_frame */
+	*body = e + 4;
+	*end = e + 4 + len32;
+	return 0;
+}
+
+typedef struct cie_info {
+	const uint8_t *insn, *end; /* initial instructions */
+	uint64_t code_align;
+	int64_t data_align;
+	uint8_t fde_enc;
+	uint8_t has_z, signal;
+	uint64_t ra_reg;
+} cie_info;
+
+static int
+parse_cie(const uint8_t *cie, cie_info *c)
+{
+	const uint8_t *p, *end;
+	if (entry_bounds(cie, &p, &end) || end - p < 5)
+		return -1;
+	uint32_t id;
+	memcpy(&id, p, 4);
+	p += 4;
+	if (id != 0)
+		return -1;
+	uint8_t ver = *p++;
+	if (ver != 1 && ver != 3)
+		return -1;
+	const char *aug = (const char *)p;
+	while (p < end && *p)
+		p++;
+	if (p >= end)
+		return -1;
+	p++;
+	c->fde_enc = 0; /* absptr */
+	c->has_z = aug[0] == 'z';
+	c->signal = 0;
+	if (uleb(&p, end, &c->code_align) || sleb(&p, end, &c->data_align))
+		return -1;
+	if (ver == 1) {
+		if (p >= end)
+			return -1;
+		c->ra_reg = *p++;
+	} else if (uleb(&p, end, &c->ra_reg))
+		return -1;
+	const uint8_t *aug_end = NULL;
+	if (c->has_z) {
+		uint64_t alen;
+		if (uleb(&p, end, &alen) || alen > (uint64_t)(end - p))
+			return -1;
+		aug_end = p + alen;
+	} else if (aug[0])
+		return -1; /* "eh" and other old forms */
+	for (const char *a = aug + c->has_z; *a; a++) {
+		uintptr_t ignored;
+		switch (*a) {
+		case 'R': if (p >= aug_end) return -1; c->fde_enc = *p++; break;
+		case 'L': if (p >= aug_end) return -1; p++; break;
+		case 'P':
+			if (p >= aug_end) return -1;
+			uint8_t penc = *p++;
+			if (read_enc(&p, aug_end, penc & 0x7f, 0, &ignored))
+				return -1;
+			break;
+		case 'S': c->signal = 1; break;
+		default: p = aug_end; a = "x"; break; /* unknown: skip the rest */
+		}
+	}
+	if (aug_end)
+		p = aug_end;
+	c->insn = p;
+	c->end = end;
+	return 0;
+}
+
+/* The rule of one register we track. */
+enum { H_SAME = 0, H_OFF, H_UNDEF, H_BAD };
+typedef struct cfi_row {
+	int64_t cfa_off;
+	int64_t bp_off, ra_off;
+	uint8_t cfa_reg;  /* DWARF number; 0xff: an expression */
+	uint8_t bp_how, ra_how;
+} cfi_row;
+
+#define DW_RBP 6
+#define DW_RSP 7
+#define DW_RA 16
+#define REMEMBER_MAX 6
+
+/* Runs CFA instructions [p, end) from location `loc` while the location is
+ * at most `target`. `init` is the row after the CIE (for DW_CFA_restore),
+ * NULL while running the CIE. 0, or -1 on what is not understood. */
+static int
+run_cfa(const uint8_t *p, const uint8_t *end, const cie_info *c, uintptr_t loc,
+        uintptr_t target, cfi_row *row, const cfi_row *init)
+{
+	cfi_row saved[REMEMBER_MAX];
+	int nsaved = 0;
+	for (int steps = 0; p < end && steps < 4096; steps++) {
+		uint8_t op = *p++;
+		uint64_t reg = 0, u = 0, delta = 0;
+		int64_t s = 0;
+		int how = -1;
+		int64_t off = 0;
+		switch (op >> 6) {
+		case 1: delta = op & 0x3f; goto advance;
+		case 2: reg = op & 0x3f;
+			if (uleb(&p, end, &u)) return -1;
+			how = H_OFF; off = (int64_t)u * c->data_align; goto set;
+		case 3: reg = op & 0x3f; goto restore;
+		default: break;
+		}
+		switch (op) {
+		case 0x00: continue; /* nop */
+		case 0x01: { uintptr_t a; /* set_loc */
+			if (read_enc(&p, end, c->fde_enc, 0, &a)) return -1;
+			if (a > target) return 0;
+			loc = a; continue; }
+		case 0x02: if (p >= end) return -1; delta = *p++; goto advance;
+		case 0x03: { uint16_t x; if (end - p < 2) return -1;
+			memcpy(&x, p, 2); p += 2; delta = x; goto advance; }
+		case 0x04: { uint32_t x; if (end - p < 4) return -1;
+			memcpy(&x, p, 4); p += 4; delta = x; goto advance; }
+		case 0x05: case 0x2f: /* offset_extended, GNU negative */
+			if (uleb(&p, end, &reg) || uleb(&p, end, &u)) return -1;
+			how = H_OFF; off = (int64_t)u * c->data_align;
+			if (op == 0x2f) off = -off;
+			goto set;
+		case 0x11: /* offset_extended_sf */
+			if (uleb(&p, end, &reg) || sleb(&p, end, &s)) return -1;
+			how = H_OFF; off = s * c->data_align; goto set;
+		case 0x06: if (uleb(&p, end, &reg)) return -1; goto restore;
+		case 0x07: if (uleb(&p, end, &reg)) return -1; how = H_UNDEF; goto set;
+		case 0x08: if (uleb(&p, end, &reg)) return -1; how = H_SAME; goto set;
+		case 0x09: if (uleb(&p, end, &reg) || uleb(&p, end, &u)) return -1;
+			how = H_BAD; goto set; /* register(reg, u) */
+		case 0x14: case 0x15: /* val_offset(_sf) */
+			if (uleb(&p, end, &reg)) return -1;
+			if (op == 0x14 ? uleb(&p, end, &u) : sleb(&p, end, &s)) return -1;
+			how = H_BAD; goto set;
+		case 0x10: case 0x16: /* expression, val_expression */
+			if (uleb(&p, end, &reg) || uleb(&p, end, &u) ||
+			    u > (uint64_t)(end - p)) return -1;
+			p += u; how = H_BAD; goto set;
+		case 0x0a:
+			if (nsaved == REMEMBER_MAX) return -1;
+			saved[nsaved++] = *row; continue;
+		case 0x0b:
+			if (nsaved == 0) return -1;
+			*row = saved[--nsaved]; continue;
+		case 0x0c: if (uleb(&p, end, &reg) || uleb(&p, end, &u)) return -1;
+			row->cfa_reg = reg < 0xff ? (uint8_t)reg : 0xff;
+			row->cfa_off = (int64_t)u; continue;
+		case 0x12: if (uleb(&p, end, &reg) || sleb(&p, end, &s)) return -1;
+			row->cfa_reg = reg < 0xff ? (uint8_t)reg : 0xff;
+			row->cfa_off = s * c->data_align; continue;
+		case 0x0d: if (uleb(&p, end, &reg)) return -1;
+			row->cfa_reg = reg < 0xff ? (uint8_t)reg : 0xff; continue;
+		case 0x0e: if (uleb(&p, end, &u)) return -1;
+			row->cfa_off = (int64_t)u; continue;
+		case 0x13: if (sleb(&p, end, &s)) return -1;
+			row->cfa_off = s * c->data_align; continue;
+		case 0x0f: /* def_cfa_expression */
+			if (uleb(&p, end, &u) || u > (uint64_t)(end - p)) return -1;
+			p += u; row->cfa_reg = 0xff; continue;
+		case 0x2e: if (uleb(&p, end, &u)) return -1; continue; /* args_size */
+		default: return -1;
+		}
+	advance:
+		loc += delta * c->code_align;
+		if (loc > target)
+			return 0;
+		continue;
+	restore:
+		if (!init)
+			return -1;
+		if (reg == DW_RBP) {
+			row->bp_how = init->bp_how;
+			row->bp_off = init->bp_off;
+		} else if (reg == DW_RA) {
+			row->ra_how = init->ra_how;
+			row->ra_off = init->ra_off;
+		}
+		continue;
+	set:
+		if (reg == DW_RBP) {
+			row->bp_how = (uint8_t)how;
+			row->bp_off = off;
+		} else if (reg == DW_RA) {
+			row->ra_how = (uint8_t)how;
+			row->ra_off = off;
+		}
+		continue;
+	}
+	return 0;
+}
+
+/* The FDE covering `q` in an object's .eh_frame_hdr, or NULL. */
+static const uint8_t *
+find_fde(const uint8_t *hdr, uintptr_t q)
+{
+	if (hdr[0] != 1)
+		return NULL;
+	const uint8_t *p = hdr + 4, *lim = hdr + 32;
+	uintptr_t ehf, count;
+	if (read_enc(&p, lim, hdr[1], (uintptr_t)hdr, &ehf) ||
+	    read_enc(&p, lim, hdr[2], (uintptr_t)hdr, &count))
+		return NULL;
+	if (hdr[3] != 0x3b || count == 0 || count > (1u << 28))
+		return NULL; /* the table of every linker: datarel sdata4 */
+	const int32_t *tab = (const int32_t *)(const void *)p;
+	uintptr_t base = (uintptr_t)hdr;
+	if (q < base + (intptr_t)tab[0])
+		return NULL;
+	size_t lo = 0, hi = count; /* tab[2 * lo] <= q < tab[2 * hi] */
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (base + (intptr_t)tab[2 * mid] <= q)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (const uint8_t *)(base + (intptr_t)tab[2 * lo + 1]);
+}
+
+/* The bytes of glibc's x86_64 __restore_rt: mov $15, %rax; syscall. */
+static const uint8_t sigret_code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00,
+                                       0x00, 0x00, 0x0f, 0x05};
+
+/* The rule for the frame whose lookup address is q (a return address - 1,
+ * or an exact pc when `exact`). */
+static uint32_t
+resolve(uintptr_t q, int exact)
+{
+	struct dl_find_object fo;
+	if (!find_object || find_object((void *)q, &fo) != 0 ||
+	    !fo.dlfo_eh_frame)
+		return RULE(R_FP, 0, 0);
+	const uint8_t *fde = find_fde(fo.dlfo_eh_frame, q);
+	if (!fde)
+		return RULE(R_FP, 0, 0);
+	const uint8_t *p, *end;
+	if (entry_bounds(fde, &p, &end) || end - p < 8)
+		return RULE(R_FP, 0, 0);
+	int32_t cie_off;
+	memcpy(&cie_off, p, 4);
+	if (cie_off == 0)
+		return RULE(R_FP, 0, 0); /* a CIE, not an FDE */
+	cie_info c;
+	if (parse_cie(p - cie_off, &c))
+		return RULE(R_STOP, 0, 0);
+	p += 4;
+	uintptr_t start, range;
+	if (read_enc(&p, end, c.fde_enc, 0 /* x86_64 has no dlfo_eh_dbase, nor datarel FDEs */, &start) ||
+	    read_enc(&p, end, c.fde_enc & 0x0f, 0, &range))
+		return RULE(R_STOP, 0, 0);
+	if (q < start || q - start >= range)
+		return RULE(R_FP, 0, 0); /* in a gap between FDEs */
+	/* The kernel's return address is __restore_rt itself: q, one byte
+	 * before it, is in the "S" FDE glibc gives it (a nop comes first). */
+	uintptr_t pc = exact ? q : q + 1;
+	if (c.signal && pc + sizeof(sigret_code) <= start + range &&
+	    !memcmp((const void *)pc, sigret_code, sizeof(sigret_code)))
+		return RULE(R_SIGRET, 0, 0);
+	if (c.has_z) {
+		uint64_t alen;
+		if (uleb(&p, end, &alen) || alen > (uint64_t)(end - p))
+			return RULE(R_STOP, 0, 0);
+		p += alen;
+	}
+	cfi_row row = {.cfa_reg = 0xfe}, init;
+	if (run_cfa(c.insn, c.end, &c, start, UINTPTR_MAX, &row, NULL))
+		return RULE(R_STOP, 0, 0);
+	init = row;
+	if (run_cfa(p, end, &c, start, q, &row, &init))
+		return RULE(R_STOP, 0, 0);
+	if (c.ra_reg != DW_RA || row.ra_how == H_UNDEF)
+		return RULE(R_STOP, 0, 0); /* the outermost frame */
+	if (row.ra_how != H_OFF || row.ra_off != -8 ||
+	    (row.cfa_reg != DW_RSP && row.cfa_reg != DW_RBP) ||
+	    row.cfa_off < 8 || (row.cfa_off & 7) || row.cfa_off / 8 > OFF8_MAX)
+		return RULE(R_STOP, 0, 0);
+	uint32_t slot = 0;
+	if (row.bp_how == H_OFF) {
+		if (row.bp_off >= 0 || (row.bp_off & 7) || -row.bp_off / 8 > SLOT_MAX)
+			return RULE(R_STOP, 0, 0);
+		slot = (uint32_t)(-row.bp_off / 8);
+	} else if (row.bp_how == H_BAD)
+		return RULE(R_STOP, 0, 0);
+	return RULE(row.cfa_reg == DW_RSP ? R_RSP : R_RBP, row.cfa_off / 8, slot);
+}
+
+HP_INLINE uint32_t
+lookup(uintptr_t q, int exact)
+{
+	uint32_t i = cache_slot(q);
+	uint64_t tag = (uint64_t)q >> CBITS;
+	uint64_t w = atomic_load_explicit(&cache[i], memory_order_relaxed);
+	if (HP_LIKELY(w >> RULE_BITS == tag && w))
+		return (uint32_t)w & ((1u << RULE_BITS) - 1);
+	uint32_t r = resolve(q, exact);
+	if (tag < (1ull << (64 - RULE_BITS)))
+		atomic_store_explicit(&cache[i], tag << RULE_BITS | r,
+		                      memory_order_relaxed);
+	return r;
+}
+
+/* ------------------------------------------------------------ the walk */
+
+/* Where reads may go: [tlo, thi) on the thread's stack, and [vlo, vhi),
+ * pages validated with mincore in this capture. */
+typedef struct mem {
+	uintptr_t tlo, thi, vlo, vhi;
+	int checks;
+} mem;
+
+#define PAGE 4096u
+#define MAX_CHECKS 16
+
+/* mincore(2) without libc: no errno, no lazily bound call (see above). */
+static long
+sys_mincore(uintptr_t addr, size_t len, unsigned char *vec)
+{
+	long ret;
+	__asm__ volatile("syscall"
+	                 : "=a"(ret)
+	                 : "0"((long)SYS_mincore), "D"(addr), "S"(len), "d"(vec)
+	                 : "rcx", "r11", "memory");
+	return ret;
+}
+
+static HP_NOINLINE bool
+validate(mem *m, uintptr_t a)
+{
+	uintptr_t p0 = a & ~(uintptr_t)(PAGE - 1);
+	uintptr_t p1 = (a + 7) & ~(uintptr_t)(PAGE - 1);
+	if (a + 8 < a || m->checks >= MAX_CHECKS)
+		return false;
+	m->checks++;
+	unsigned char vec[2] = {0, 0};
+	size_t len = p1 + PAGE - p0;
+	long rc = sys_mincore(p0, len, vec);
+	/* Mapped and resident: a stack page in use was written. A guard
+	 * page (PROT_NONE, never touched) is not resident. */
+	if (rc != 0 || !(vec[0] & 1) || (len > PAGE && !(vec[1] & 1)))
+		return false;
+	if (m->vhi == p0)
+		m->vhi = p0 + len;
+	else if (m->vlo == p0 + len)
+		m->vlo = p0;
+	else {
+		m->vlo = p0;
+		m->vhi = p0 + len;
+	}
+	return true;
+}
+
+HP_INLINE bool
+load(mem *m, uintptr_t a, uintptr_t *out)
+{
+	if (HP_LIKELY((a - m->tlo < m->thi - m->tlo && m->thi - a >= 8) ||
+	              (a - m->vlo < m->vhi - m->vlo && m->vhi - a >= 8) ||
+	              validate(m, a))) {
+		*out = *(const uintptr_t *)a;
+		return true;
+	}
+	return false;
+}
+
+/* The thread stack's part known mapped starts at the lowest stack
+ * pointer seen on it. */
+static void
+lower_floor(mem *m, uintptr_t sp, uintptr_t lo, uintptr_t hi)
+{
+	if (sp >= lo && sp < hi) {
+		if (!m->thi) {
+			m->tlo = sp;
+			m->thi = hi;
+		} else if (sp < m->tlo)
+			m->tlo = sp;
+	}
+}
+
+HP_NOINLINE int
+heapprof__unwind_dwarf(uint64_t *out, int max, uintptr_t skip_to,
+                       uintptr_t stack_lo, uintptr_t stack_hi)
+{
+	uintptr_t pc, sp, bp;
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+	                 : "=r"(pc), "=r"(sp), "=r"(bp));
+	mem m = {0, 0, 0, 0, 0};
+	lower_floor(&m, sp, stack_lo, stack_hi);
+	/* This function's own frame is not recorded. Frames before the one
+	 * returning to skip_to (the profiler's) are overwritten once it is
+	 * found; the walk goes on past `max` only while looking for it. */
+	int exact = 1, n = 0, seen = 0, found = skip_to == 0;
+	for (int first = 1; max > 0; first = 0) {
+		if (!first) {
+			if (!found && !exact && pc == skip_to && seen < 16) {
+				found = 1;
+				n = 0;
+			}
+			if (n < max)
+				out[n++] = (uint64_t)(pc + exact - 1);
+			seen++;
+			if (n == max && (found || seen >= 16))
+				break;
+		}
+		uintptr_t q = exact ? pc : pc - 1;
+		uint32_t r = lookup(q, exact);
+		uintptr_t cfa, ra, nbp = bp;
+		switch (RULE_KIND(r)) {
+		case R_RSP: cfa = sp + RULE_OFF(r); break;
+		case R_RBP: cfa = bp + RULE_OFF(r); break;
+		case R_FP:
+			if ((bp & 7) || bp <= sp || !load(&m, bp, &nbp))
+				return n;
+			cfa = bp + 16;
+			break;
+		case R_SIGRET: {
+			uintptr_t nsp;
+			if (!load(&m, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), &ra) ||
+			    !load(&m, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), &nsp) ||
+			    !load(&m, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), &nbp) ||
+			    ra < PAGE)
+				return n;
+			pc = ra;
+			sp = nsp;
+			bp = nbp;
+			exact = 1;
+			lower_floor(&m, sp, stack_lo, stack_hi);
+			continue;
+		}
+		default:
+			return n;
+		}
+		if (cfa <= sp || !load(&m, cfa - 8, &ra) || ra < PAGE)
+			return n;
+		if (RULE_SLOT(r) && !load(&m, cfa - 8 * RULE_SLOT(r), &nbp))
+			return n;
+		pc = ra;
+		sp = cfa;
+		bp = nbp;
+		exact = 0;
+	}
+	return n;
+}
