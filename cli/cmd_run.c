@@ -1,6 +1,7 @@
 /*
  * cmd_run.c: `heapprof run`: runs a command with libheapprof.so preloaded
- * (found beside the heapprof binary), its options passed through the
+ * (HEAPPROF_LIBRARY, else found beside the heapprof binary, in ../lib or
+ * in ../lib/heapprof, so an installed tree works wherever it is), its options passed through the
  * HEAPPROF_* environment, so children are profiled too, one file per pid.
  * The command replaces this process (exec), so its exit status, signals
  * and pid are exactly its own.
@@ -257,8 +258,14 @@ cli_run(int argc, char **argv)
 	char lib[PATH_MAX];
 	int rc = find_library(lib, sizeof(lib));
 	if (rc != 0) {
-		cli_err("run: cannot find libheapprof.so beside the heapprof "
-		        "binary (set HEAPPROF_LIBRARY): %s", heapprof_strerror(rc));
+		const char *env = getenv("HEAPPROF_LIBRARY");
+		if (env && *env)
+			cli_err("run: HEAPPROF_LIBRARY='%s': %s", env,
+			        heapprof_strerror(rc));
+		else
+			cli_err("run: cannot find libheapprof.so beside the heapprof "
+			        "binary, in ../lib or in ../lib/heapprof (set "
+			        "HEAPPROF_LIBRARY): %s", heapprof_strerror(rc));
 		return 2;
 	}
 	/* Ours first, then whatever the user preloads already. */

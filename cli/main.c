@@ -13,6 +13,7 @@
 
 #include "heapprof.h"
 #include "cli.h"
+#include "version.h"
 
 static const struct {
 	const char *name;
@@ -184,8 +185,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("heapprof %d.%d\n", HEAPPROF_VERSION_MAJOR,
-		       HEAPPROF_VERSION_MINOR);
+		printf("%s\n", heapprof__version_string());
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -20,6 +20,7 @@
  *                      of these comma-separated shell patterns
  *   HEAPPROF_CHILDREN  0: profile only the process `heapprof run` started
  *                      (HEAPPROF_MAINPID; what it execs stays profiled)
+ *   HEAPPROFILE        gperftools' prefix: files prefix.PID.NNNN.heap (text)
  * All are read with secure_getenv: a setuid or setgid program ignores them
  * and writes no profile unless it calls heapprof_dump_file() itself.
  */
@@ -106,6 +107,36 @@ warn_env(const char *var, const char *val, const char *why, const char *dflt)
 }
 
 /* ------------------------------------------------------------------ options */
+
+/* gperftools' HEAPPROFILE=prefix, when HEAPPROF_OUT is unset: its file
+ * names, prefix.PID.NNNN.heap (serve_path's %P: the pid in five digits,
+ * %N: 0001, 0002, ...), in legacy text unless HEAPPROF_FORMAT is set. */
+static void
+read_gperftools_env(hp_config *c)
+{
+	const char *v = secure_getenv("HEAPPROFILE");
+	const char *o = secure_getenv("HEAPPROF_OUT");
+	if (!v || !*v || (o && *o))
+		return;
+	char t[sizeof(c->out)];
+	size_t n = 0;
+	for (; *v && n + 2 < sizeof(t); v++) {
+		if (*v == '%')
+			t[n++] = '%'; /* the prefix is a name, not a template */
+		t[n++] = *v;
+	}
+	static const char suffix[] = ".%P.%N.heap";
+	if (*v || n + sizeof(suffix) > sizeof(t)) {
+		warn_env("HEAPPROFILE", secure_getenv("HEAPPROFILE"), "is too long",
+		         "HEAPPROF_OUT");
+		return;
+	}
+	memcpy(t + n, suffix, sizeof(suffix));
+	strcpy(c->out, t);
+	const char *f = secure_getenv("HEAPPROF_FORMAT");
+	if (!f || !*f)
+		c->text = 1;
+}
 
 static void
 read_env(hp_config *c)
@@ -194,9 +225,12 @@ read_env(hp_config *c)
 	}
 	if ((v = secure_getenv("HEAPPROF_APP")) && *v && strlen(v) < sizeof(c->app))
 		strcpy(c->app, v);
+	read_gperftools_env(c);
 	const char *dflt = c->text ? "heapprof.%p.%n.heap" : "heapprof.%p.%n.pb.gz";
 	v = secure_getenv("HEAPPROF_OUT");
-	if (v && *v && strlen(v) < sizeof(c->out))
+	if (c->out[0]) {
+		/* set from HEAPPROFILE */
+	} else if (v && *v && strlen(v) < sizeof(c->out))
 		strcpy(c->out, v);
 	else {
 		if (v && *v)

@@ -22,6 +22,7 @@
 #include "dwarf_sym.h"
 #include "elffile.h"
 #include "maps.h"
+#include "version.h"
 
 static heapprof_symcache *symcache; /* dump_lock */
 static heapprof_dwsym *dwsym;       /* dump_lock; HEAPPROF_SYMBOLIZE=dwarf */
@@ -272,7 +273,8 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	char c3[600];
 	snprintf(c3, sizeof(c3), "heapprof: pid=%ld cmdline=%s", (long)getpid(),
 	         heapprof__cmdline);
-	const char *comments[3] = {c1, c2, c3};
+	/* The first comment names the build ("heapprof 0.1 (commit ...)"). */
+	const char *comments[4] = {heapprof__version_string(), c1, c2, c3};
 
 	heapprof_heap_profile p;
 	memset(&p, 0, sizeof(p));
@@ -301,7 +303,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 		p.symbolize_frames_arg = dwsym;
 	}
 	p.comments = comments;
-	p.ncomments = 3;
+	p.ncomments = 4;
 	unsigned flags = HEAPPROF_ENCODE_GZIP;
 	if (o->kind != HP_SNAP_FULL)
 		flags |= HEAPPROF_ENCODE_DROP_ZERO;

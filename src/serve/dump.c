@@ -47,6 +47,12 @@ heapprof__serve_path(const char *tmpl, long pid, long mainpid, uint64_t sq,
 		} else if (p[0] == '%' && p[1] == 'n') {
 			snprintf(num, sizeof(num), "%llu", (unsigned long long)sq);
 			ins = num, p++;
+		} else if (p[0] == '%' && p[1] == 'P') { /* gperftools' names */
+			snprintf(num, sizeof(num), "%05ld", pid);
+			ins = num, has_pid = 1, p++;
+		} else if (p[0] == '%' && p[1] == 'N') {
+			snprintf(num, sizeof(num), "%04llu", (unsigned long long)sq + 1);
+			ins = num, p++;
 		} else if (p[0] == '%' && p[1] == '%') {
 			ins = "%", p++;
 		}

@@ -17,8 +17,8 @@ void heapprof__serve_start(void);
 void heapprof__serve_exit(void);
 void heapprof__serve_atfork_prepare(void);
 void heapprof__serve_atfork_release(int child);
-/* Expands the output template (%p pid, %n seq, %% %) into buf. 0 or
- * -ENAMETOOLONG. */
+/* Expands the output template (%p pid, %n seq, %% %; gperftools' %P pid
+ * in five digits, %N seq + 1 in four) into buf. 0 or -ENAMETOOLONG. */
 int heapprof__serve_path(const char *tmpl, long pid, long mainpid,
                          uint64_t seq, char *buf, size_t cap);
 
