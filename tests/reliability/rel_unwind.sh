@@ -134,7 +134,7 @@ run_t rel.unwind.chain.cxx 120 env HEAPPROF_RATE=1 HEAPPROF_OUT="$TMPD/cxx.pb.gz
 	LD_PRELOAD="$LIB" "$UXX" 300 >"$TMPD/cxx.out" 2>"$TMPD/cxx.err"
 "$HEAPPROF" collapse "$TMPD/cxx.pb.gz" >"$TMPD/cxx.txt" 2>&1
 if [ $RC -eq 0 ] && grep -q '^ok 300 43$' "$TMPD/cxx.out" &&
-	grep -q '^_start;__libc_start_main[^;]*;__libc_start_call_main;main;_ZN9UnwSquare8unw_make[^;]*;_Z8unw_tmplILi3E[^;]*;.*_Znwm [0-9]' "$TMPD/cxx.txt"; then
+	grep -q '^_start;__libc_start_main[^;]*;__libc_start_call_main;main;UnwSquare::unw_make[^;]*;unw_tmpl [0-9]' "$TMPD/cxx.txt"; then
 	pass rel.unwind.chain.cxx
 else
 	fail rel.unwind.chain.cxx "status $RC, $(cat "$TMPD/cxx.out"); stacks: $(head -c 400 "$TMPD/cxx.txt")"
