@@ -75,6 +75,7 @@ sampled_alloc(hp_tls *t, size_t size, size_t align, bool zero, uintptr_t ra,
 		atomic_fetch_add_explicit(&heapprof__dropped_samples, 1,
 		                          memory_order_relaxed);
 	t->busy--;
+	heapprof__serve_tick(t); /* a periodic or signal dump that is due */
 	errno = saved;
 	return p;
 }
