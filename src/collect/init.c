@@ -14,7 +14,8 @@
  *   HEAPPROF_EXIT      1 (default): dump at exit; 0: don't
  *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
  *                      tables; dwarf: file:line and inlined frames (libdw,
- *                      loaded on first use); none: addresses only
+ *                      loaded at start-up: dumps may run inside malloc or a
+ *                      signal handler); none: addresses only
  * All are read with secure_getenv: a setuid or setgid program ignores them
  * and writes no profile unless it calls heapprof_dump_file() itself.
  */

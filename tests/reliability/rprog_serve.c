@@ -71,7 +71,7 @@ now_ms(void)
 
 /* ---------------------------------------------------------------- sigexit */
 
-static int use_underscore_exit;
+static volatile sig_atomic_t use_underscore_exit;
 
 static void
 on_int(int sig)
