@@ -331,10 +331,11 @@ unlock_from(pid_t pid)
 
 /* ------------------------------------------------------ the dump stack */
 
-/* A dump needs tens of KiB of stack (more with DWARF); the thread that
- * takes it may be a coroutine with 16 KiB, or a signal handler on a small
- * alternate stack. Dumps on the program's threads therefore switch to
- * this stack, mapped on first use (dump_lock). */
+/* A dump needs tens of KiB of stack (28 KiB measured with symtab names,
+ * 48 KiB with DWARF, for a small program); the thread that takes it may be
+ * a coroutine with 16 KiB, or a signal handler on a small alternate stack.
+ * Dumps therefore switch to this stack, reserved on first use and touched
+ * only as deep as they go (dump_lock). */
 static char *dump_stack;
 static ucontext_t dump_uc, back_uc;
 static int (*stack_fn)(void *);
@@ -360,17 +361,32 @@ on_dump_stack(int (*fn)(void *), void *arg)
 		mprotect(p, guard, PROT_NONE);
 		dump_stack = p;
 	}
-	if (getcontext(&dump_uc) != 0)
-		return fn(arg);
-	dump_uc.uc_stack.ss_sp = dump_stack + guard;
-	dump_uc.uc_stack.ss_size = DUMP_STACK_SIZE;
-	dump_uc.uc_link = &back_uc;
-	stack_fn = fn;
-	stack_arg = arg;
-	makecontext(&dump_uc, stack_trampoline, 0);
-	if (swapcontext(&back_uc, &dump_uc) != 0)
-		return fn(arg);
-	return stack_rc;
+	/* On a signal stack (a handler that called malloc or exit), a
+	 * signal taken while we are off it would be delivered at its top,
+	 * over the frames of the handler we came from: none are taken until
+	 * we are back. */
+	stack_t ss;
+	sigset_t all, old;
+	int onalt = sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+	if (onalt) {
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+	}
+	int rc;
+	if (getcontext(&dump_uc) != 0) {
+		rc = fn(arg);
+	} else {
+		dump_uc.uc_stack.ss_sp = dump_stack + guard;
+		dump_uc.uc_stack.ss_size = DUMP_STACK_SIZE;
+		dump_uc.uc_link = &back_uc;
+		stack_fn = fn;
+		stack_arg = arg;
+		makecontext(&dump_uc, stack_trampoline, 0);
+		rc = swapcontext(&back_uc, &dump_uc) == 0 ? stack_rc : fn(arg);
+	}
+	if (onalt)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
 }
 
 static int

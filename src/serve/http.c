@@ -55,6 +55,7 @@
 #define HTTP_READ_MS 10000
 #define HTTP_WRITE_MS 60000
 #define HTTP_MAX_SECONDS 600 /* our "WriteTimeout" for seconds=N */
+#define HTTP_CHECK_MS 2000   /* our descriptors are checked this often */
 
 enum conn_state { C_FREE, C_READ, C_WAIT, C_WRITE };
 
@@ -637,6 +638,11 @@ http_main(void *arg)
 			break;
 		}
 		int64_t now = mono_ms();
+		/* Wake at least every HTTP_CHECK_MS: a listening socket the
+		 * program closed under our poll() stays bound (and takes
+		 * connections nobody accepts) until poll() lets it go. */
+		if (timeout < 0 || timeout > HTTP_CHECK_MS)
+			timeout = HTTP_CHECK_MS;
 		int n = http_fds(pfd, now, &timeout);
 		int r = poll(pfd, (nfds_t)n, timeout);
 		if (r < 0 && errno != EINTR && errno != ENOMEM)

@@ -152,7 +152,9 @@ run_t rel.serve.closefrom 60 env HEAPPROF_HTTP=127.0.0.1:$port HEAPPROF_OUT="$TM
 	if [ -n "$cpu" ] && [ "$cpu" -lt 200 ]; then pass rel.serve.closefrom.no_spin
 	else fail rel.serve.closefrom.no_spin "CPU ms in a 2 s sleep: $cpu"; fi
 	if grep -q '^accepted 8/8' "$TMPD/cf.out"; then pass rel.serve.closefrom.sockets_not_taken
-	else fail rel.serve.closefrom.sockets_not_taken "$(cat "$TMPD/cf.out")"; fi; }
+	else fail rel.serve.closefrom.sockets_not_taken "$(cat "$TMPD/cf.out")"; fi
+	if [ "$(grep -c 'endpoint is off' "$TMPD/cf.err")" -eq 1 ]; then pass rel.serve.closefrom.one_warning
+	else fail rel.serve.closefrom.one_warning "stderr: $(cat "$TMPD/cf.err")"; fi; }
 
 # --- defect 7: a daemon (fork, the parent exits) does not keep the port
 port=$(freeport)
