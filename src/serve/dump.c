@@ -9,12 +9,12 @@
  * No thread of our own: periodic and signal dumps run on the program's
  * threads, where it is safe (heapprof__serve_due):
  *   - the signal handler notes the request and dumps at once unless the
- *     thread it interrupted is inside the profiler (busy) or another dump
- *     holds dump_lock;
+ *     thread it interrupted is inside the profiler (busy), another dump
+ *     holds dump_lock, or a busy thread's allocations may still reach
+ *     glibc's malloc (handler_may_dump);
  *   - otherwise (and for periodic dumps) the next sampled allocation, the
  *     next API call, or the endpoint's thread if there is one, takes it.
- * The profiler's memory is its own while busy (no lock of the malloc it
- * wraps), and nothing here takes a lock that interrupted code may hold:
+ * Nothing here takes a lock that interrupted code may hold:
  * dump_lock is only ever tried, or waited for a bounded time. Dumps on the
  * program's threads run on a stack of our own (on_dump_stack), so a
  * small coroutine stack or a signal stack is never overrun.
@@ -494,14 +494,30 @@ heapprof__poll_timeout(int64_t left_ms)
 	return left_ms > 1000000 ? 1000000 : (int)left_ms;
 }
 
-/* The dump signal: a dump now if this thread is not inside the profiler
- * and no other dump runs, else as soon as it is safe (see the top). */
+/* Defined (to 1) by the capture half once what a busy thread allocates
+ * never reaches the next allocator (glibc's malloc, which a signal handler
+ * may have interrupted in the middle of an update, and whose single-thread
+ * path takes no lock): only then may a dump run inside a handler. Without
+ * it, signal dumps wait for the next sampled allocation, API call, or the
+ * endpoint's thread. */
+extern const int heapprof__busy_alloc_private
+	__attribute__((weak, visibility("hidden")));
+
+static int
+handler_may_dump(void)
+{
+	return &heapprof__busy_alloc_private != NULL && heapprof__busy_alloc_private;
+}
+
+/* The dump signal: a dump now if that is safe here (see the top), else as
+ * soon as it is. */
 static void
 on_signal(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 	atomic_store(&pending, 1);
-	heapprof__serve_due();
+	if (handler_may_dump())
+		heapprof__serve_due();
 	errno = saved;
 	(void)sig, (void)si, (void)uc;
 }

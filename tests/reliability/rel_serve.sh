@@ -84,6 +84,28 @@ run_t rel.serve.fork_no_stall 60 env HEAPPROF_OUT="$TMPD/fs.pb.gz" LD_PRELOAD="$
 	if [ -n "$ms" ] && [ "$ms" -lt 2000 ]; then pass rel.serve.fork_no_stall
 	else fail rel.serve.fork_no_stall "$(cat "$TMPD/fs.out")"; fi; }
 
+# A signal dump of an idle program (no thread, no allocation after the
+# signal) is written from the handler, once busy threads' allocations are
+# the profiler's own (heapprof__busy_alloc_private; until then it waits
+# for the next sampled allocation).
+if nm "$LIB" 2>/dev/null | grep -q ' heapprof__busy_alloc_private$'; then
+	env HEAPPROF_SIGNAL=USR2 HEAPPROF_EXIT=0 HEAPPROF_OUT="$TMPD/idle.%p.pb.gz" LD_PRELOAD="$LIB" \
+		"$P" idle 20000 >/dev/null 2>"$TMPD/idle.err" &
+	ip=$!; i=0
+	while [ $i -lt 200 ]; do
+		m=$(awk '/^SigCgt/ {print $2}' /proc/$ip/status 2>/dev/null)
+		[ -n "$m" ] && [ $(( 0x$m & 0x800 )) -ne 0 ] && break
+		sleep 0.05; i=$((i + 1))
+	done
+	kill -USR2 $ip; i=0
+	while [ ! -f "$TMPD/idle.$ip.pb.gz" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
+	if [ -f "$TMPD/idle.$ip.pb.gz" ]; then pass rel.serve.signal_dump_idle
+	else fail rel.serve.signal_dump_idle "no profile 15 s after the signal: $(cat "$TMPD/idle.err")"; fi
+	kill $ip; wait $ip 2>/dev/null
+else
+	skip rel.serve.signal_dump_idle "busy threads may still allocate from glibc: signal dumps wait for a sampled allocation"
+fi
+
 # --- defects 4 and 5: fork in a signal handler with each feature on.
 # With --http or --push the process is multithreaded, and glibc's fork()
 # then takes malloc's locks: a handler that interrupts glibc's malloc

@@ -27,6 +27,8 @@
  *   forkstall                a thread holds a dump for 4 s; the main thread
  *                            forks meanwhile and prints how long fork took.
  *   short MS                 allocates and exits after MS milliseconds.
+ *   idle MS                  allocates once, then sleeps MS milliseconds
+ *                            without allocating.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -350,6 +352,17 @@ mode_short(int ms)
 	return 0;
 }
 
+static int
+mode_idle(int ms)
+{
+	sink = malloc(1000);
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	puts("done");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -368,6 +381,8 @@ main(int argc, char **argv)
 		return mode_exitlock();
 	if (!strcmp(m, "forkstall"))
 		return mode_forkstall();
+	if (!strcmp(m, "idle") && argc > 2)
+		return mode_idle(atoi(argv[2]));
 	if (!strcmp(m, "short") && argc > 2)
 		return mode_short(atoi(argv[2]));
 	fprintf(stderr, "usage: rprog_serve MODE ...\n");
