@@ -7,7 +7,7 @@
 #   fork in a signal handler with -i, -s, --http, --push on (defects 4, 5)
 #   unshare(CLONE_NEWUSER) with -i / -s: no thread, so it works (defect 4)
 #   closefrom(3) daemon with --http: no spin, its sockets not taken (6)
-#   daemonize with --http: the port is released with the parent (7)
+#   daemonize with --http: the child keeps no listening socket (7)
 #   push at exit: a run shorter than the interval still pushes (12)
 #   fork() does not wait for a dump in progress
 #   endpoint: 64 connections all served (poll array), Host checked (DNS
@@ -182,18 +182,14 @@ run_t rel.serve.closefrom 60 env HEAPPROF_HTTP=127.0.0.1:$port HEAPPROF_OUT="$TM
 port=$(freeport)
 run_t rel.serve.daemon 30 env HEAPPROF_HTTP=127.0.0.1:$port HEAPPROF_OUT="$TMPD/dm.%p.pb.gz" \
 	LD_PRELOAD="$LIB" "$P" daemon >"$TMPD/dm.out" 2>"$TMPD/dm.err" && {
-	res=$(python3 - "$port" <<'PY'
-import socket, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try:
-    s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); print("free")
-except OSError as e: print("held:", e)
-PY
-)
-	if [ "$res" = free ]; then pass rel.serve.daemon.port_released
-	else fail rel.serve.daemon.port_released "the daemon child keeps the endpoint's port: $res"; fi
-	c=$(cat "$TMPD/dm.out"); i=0
-	while [ -n "$c" ] && kill -0 "$c" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; }
+	# The daemon child (alive 30 s) holds no socket: the listening one
+	# was closed at fork. Its descriptors tell (a connect or a bind did
+	# not, on this machine: both behaved as if the port were free).
+	c=$(cat "$TMPD/dm.out")
+	socks=$(ls -l /proc/"$c"/fd 2>/dev/null | grep -c 'socket:')
+	if [ -n "$c" ] && [ -d /proc/"$c" ] && [ "$socks" -eq 0 ]; then pass rel.serve.daemon.port_released
+	else fail rel.serve.daemon.port_released "the daemon child $c holds $socks socket(s)"; fi
+	[ -n "$c" ] && kill "$c" 2>/dev/null; }
 
 # --- defect 12: push at exit, in a run shorter than the interval
 n0=$(wc -l <"$TMPD/rlog" 2>/dev/null || echo 0)
@@ -256,7 +252,7 @@ if strace -o /dev/null true 2>/dev/null; then
 	port=$(freeport)
 	timeout -k 5 30 strace -f -qq -e trace=poll -o "$TMPD/st.out" env HEAPPROF_HTTP=127.0.0.1:$port \
 		HEAPPROF_INTERVAL=4294968 HEAPPROF_EXIT=0 LD_PRELOAD="$LIB" "$PROG/prog_sleep" 2500 >/dev/null 2>&1
-	bad=$(grep -o 'poll(.*, [-0-9]*)' "$TMPD/st.out" | sed 's/.*, //; s/)//' |
+	bad=$(grep -oE 'poll\(\[.*\], [0-9]+, -?[0-9]+' "$TMPD/st.out" | sed 's/.*, //' |
 		awk '$1 != -1 && ($1 < 0 || $1 > 1000000)' | head -3 | tr '\n' ' ')
 	if grep -q 'poll(' "$TMPD/st.out" && [ -z "$bad" ]; then pass rel.serve.http.long_interval_poll_timeout
 	else fail rel.serve.http.long_interval_poll_timeout "timeouts: $bad $(head -c 300 "$TMPD/st.out")"; fi

@@ -20,7 +20,7 @@
  *                            numbers back), connects to each and accepts:
  *                            prints "accepted K/8".
  *   daemon                   forks; the parent exits at once, the child
- *                            sleeps 3 s. Prints the child's pid.
+ *                            sleeps 30 s. Prints the child's pid.
  *   exitlock                 a thread holds the profiler's dump (a
  *                            heapprof_dump callback that never returns);
  *                            the main thread calls exit(0).
@@ -260,8 +260,8 @@ mode_daemon(void)
 	setsid();
 	int null = open("/dev/null", O_RDWR);
 	dup2(null, 0), dup2(null, 1), dup2(null, 2);
-	struct timespec three = {3, 0};
-	nanosleep(&three, NULL);
+	struct timespec thirty = {30, 0};
+	nanosleep(&thirty, NULL);
 	_exit(0);
 }
 
