@@ -348,9 +348,22 @@ stack_trampoline(void)
 	stack_rc = stack_fn(stack_arg);
 }
 
+/* Sanitizers track stacks of their own and do not follow swapcontext:
+ * their builds dump on the current stack. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HP_NO_DUMP_STACK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HP_NO_DUMP_STACK 1
+#endif
+#endif
+
 static int
 on_dump_stack(int (*fn)(void *), void *arg)
 {
+#ifdef HP_NO_DUMP_STACK
+	return fn(arg);
+#endif
 	size_t guard = (size_t)getpagesize();
 	if (!dump_stack) {
 		void *p = mmap(NULL, DUMP_STACK_SIZE + guard, PROT_READ | PROT_WRITE,
