@@ -340,6 +340,23 @@ int64_t heapprof__now_nanos(void);
 int heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
                                 const hp_snap_opts *o);
 int heapprof__snapshot_write(heapprof_write_fn *write, void *arg, int text);
+/* In a forked child whose parent was dumping: forget the symbol caches. */
+void heapprof__snapshot_atfork_reset(void);
+
+/* -------------------------------------------------------- serve/dump.c */
+
+/* Nonzero when periodic or signal dumps are on: a sampled allocation then
+ * calls heapprof__serve_due(), which takes the dump that is due (the
+ * signal arrived, or the interval ended) if the thread is not busy.
+ * Written once by the constructor. */
+extern HP_HIDDEN int heapprof__serve_armed;
+void heapprof__serve_due(void);
+HP_INLINE void
+heapprof__serve_tick(hp_tls *t)
+{
+	if (HP_UNLIKELY(heapprof__serve_armed) && t->busy == 0)
+		heapprof__serve_due();
+}
 
 /* ---------------------------------------------------------------- init.c */
 

@@ -14,7 +14,8 @@
  *   HEAPPROF_EXIT      1 (default): dump at exit; 0: don't
  *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
  *                      tables; dwarf: file:line and inlined frames (libdw,
- *                      loaded on first use); none: addresses only
+ *                      loaded at start-up: dumps may run inside malloc or a
+ *                      signal handler); none: addresses only
  *   HEAPPROF_ONLY      profile only processes whose program name (the
  *                      executable's or argv[0]'s base name) matches one
  *                      of these comma-separated shell patterns
@@ -330,52 +331,51 @@ wanted(const char *cmdline)
  * re-initialises the locks and uses the data as the fork found it (at
  * worst a run or a bucket in flight is lost to the child).
  *
- * The dump lock (a lock nothing inside malloc takes) is held across fork,
- * so the child never inherits a dump in progress, unless the forking
- * thread is inside the profiler itself (a signal handler that forks, as
- * in glibc's tst-mallocfork2): it may hold that lock, so it is left alone.
- * Holding it across fork counts as being inside the profiler, since a
- * signal can arrive in the middle of fork() and its handler fork again.
- * Nesting is per thread (a handler runs on the thread it interrupted), so
- * the stack is thread-local, a small one suffices, and the child (a copy
- * of the forking thread) inherits the forking thread's. Forks of other
- * threads do not nest but may run their handlers at the same time:
- * glibc 2.36 releases its atfork lock around each handler call, so a
- * shared counter was a data race (TSan, tests/sanitize/driver.c), whose
- * lost update left the dump lock held or indexed fork_skip[-1].
+ * The dump lock is only tried (serve/dump.c): fork never waits for a
+ * dump, and a forking thread inside the profiler (a signal handler that
+ * forks, as in glibc's tst-mallocfork2) leaves it alone. The child gets a
+ * fresh one either way. Holding it across fork counts as being inside the
+ * profiler, since a signal can arrive in the middle of fork() and its
+ * handler fork again. Nesting is per thread (a handler runs on the thread
+ * it interrupted), so the stack is thread-local and a small one suffices;
+ * the child, a copy of the forking thread, inherits that thread's. Forks
+ * of other threads may run their handlers at the same time (glibc 2.36
+ * releases its atfork lock around each handler call): a shared counter
+ * was a data race (TSan, tests/sanitize/driver.c).
  */
 #define FORK_NEST 16
 static __thread int fork_depth __attribute__((tls_model("initial-exec")));
-static __thread unsigned char fork_skip[FORK_NEST]
-	__attribute__((tls_model("initial-exec")));
+static __thread unsigned char fork_state[FORK_NEST]
+	__attribute__((tls_model("initial-exec"))); /* 0 skipped, 1 tried, 2 locked */
 
 static void
 atfork_prepare(void)
 {
 	hp_tls *t = &heapprof__tls;
 	int d = fork_depth++;
-	int skip = t->busy != 0 || d >= FORK_NEST;
-	if (d < FORK_NEST)
-		fork_skip[d] = (unsigned char)skip;
-	if (!skip) {
+	if (d >= FORK_NEST)
+		return;
+	fork_state[d] = 0;
+	if (t->busy == 0) {
 		hp_enter(t);
-		heapprof__serve_atfork_prepare();
+		fork_state[d] = heapprof__serve_atfork_prepare() ? 2 : 1;
 	}
 }
 
-/* 1 if the matching prepare took the dump lock. */
+/* The matching prepare's state. */
 static int
 fork_pop(void)
 {
 	int d = --fork_depth;
-	return d < FORK_NEST && !fork_skip[d];
+	return d < FORK_NEST ? fork_state[d] : 0;
 }
 
 static void
 atfork_parent(void)
 {
-	if (fork_pop()) {
-		heapprof__serve_atfork_release(0);
+	int st = fork_pop();
+	if (st) {
+		heapprof__serve_atfork_parent(st == 2);
 		hp_leave(&heapprof__tls);
 	}
 }
@@ -389,10 +389,10 @@ atfork_child(void)
 	heapprof__range_atfork_child();
 	heapprof__arena_atfork_child();
 	heapprof__bucket_atfork_child();
-	if (fork_pop()) {
-		heapprof__serve_atfork_release(1);
+	int st = fork_pop();
+	heapprof__serve_atfork_child(st == 2);
+	if (st)
 		hp_leave(&heapprof__tls);
-	}
 }
 
 /* ------------------------------------------------------------- lifecycle */
@@ -401,11 +401,21 @@ atfork_child(void)
  * program's: under a file-size limit (ulimit -f) the profile's write
  * raised SIGXFSZ and killed the program at exit (status 153 instead of
  * its own). dump.c blocks SIGXFSZ around every dump, so the write fails
- * with EFBIG (one warning, no file left) and the signal is consumed. */
+ * with EFBIG (one warning, no file left) and the signal is consumed.
+ *
+ * exit() may be called from a signal handler that interrupted the
+ * profiler itself, which may hold its locks: then there is no exit dump
+ * (one line on stderr says so). Other dumps in progress are waited for a
+ * few seconds at most (dump.c). */
 static void
 exit_dump(void)
 {
 	hp_tls *t = &heapprof__tls;
+	if (t->busy) {
+		heapprof__warn("exit() called inside the profiler (from a signal "
+		               "handler?): no exit profile");
+		return;
+	}
 	hp_enter(t);
 	int saved = errno;
 	heapprof__serve_exit(); /* SIGXFSZ handling: see dump.c */
@@ -466,8 +476,8 @@ heapprof_init(void)
 	uint64_t warm[4];
 	heapprof__stack_capture(t, 0, warm, 4);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	if (heapprof__cfg.at_exit)
-		atexit(exit_dump);
+	if (heapprof__cfg.at_exit || heapprof__cfg.push[0])
+		atexit(exit_dump); /* the exit dump, and push's last interval */
 	heapprof__serve_start();
 	/* No distance yet: the first allocation after this draws one and
 	 * is charged against it (sampler.c), as in every new thread. */

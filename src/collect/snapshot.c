@@ -100,6 +100,18 @@ collect_mappings(heapprof_maps *maps, heapprof_mapping **out, size_t *n)
 	return 0;
 }
 
+/* In a child forked while another thread was inside a dump: the caches
+ * may be half updated, so the child starts afresh (the old ones are left
+ * allocated: freeing them could free what is not consistent). */
+void
+heapprof__snapshot_atfork_reset(void)
+{
+	symcache = NULL;
+	dwsym = NULL;
+	bids = NULL;
+	nbids = 0;
+}
+
 int64_t
 heapprof__now_nanos(void)
 {

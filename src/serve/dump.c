@@ -1,14 +1,30 @@
 /*
  * dump.c: profile files from inside the process: at exit, every
  * HEAPPROF_INTERVAL seconds, when HEAPPROF_SIGNAL arrives, and through
- * heapprof_dump_file(). A file is written to PATH.tmp.PID and renamed over
- * PATH, so readers never see a torn profile; a failed write warns once on
- * stderr and the program runs on.
+ * heapprof_dump_file() and the other dump functions of the API. A file is
+ * written to an unnamed file (or PATH.tmp.PID) and renamed over PATH, so
+ * readers never see a torn profile; a failed write warns once on stderr and
+ * the program runs on.
  *
- * The signal handler only writes a byte to a pipe; a background thread
- * with every signal blocked reads it (or times out for periodic dumps) and
- * writes the profile. Dumps are serialised by dump_lock; the snapshot they
- * take copies the counters without stopping allocations.
+ * No thread of our own: periodic and signal dumps run on the program's
+ * threads, where it is safe (heapprof__serve_due):
+ *   - the signal handler notes the request and dumps at once unless the
+ *     thread it interrupted is inside the profiler (busy), another dump
+ *     holds dump_lock, or a busy thread's allocations may still reach
+ *     glibc's malloc (handler_may_dump);
+ *   - otherwise (and for periodic dumps) the next sampled allocation, the
+ *     next API call, or the endpoint's thread if there is one, takes it.
+ * Nothing here takes a lock that interrupted code may hold:
+ * dump_lock is only ever tried, or waited for a bounded time. Dumps on the
+ * program's threads run on a stack of our own (on_dump_stack), so a
+ * small coroutine stack or a signal stack is never overrun.
+ *
+ * dump_lock serialises dumps (the symbol caches, seq, period_base and the
+ * dump stack have one user at a time). Fork: the prepare handler only
+ * tries it, so fork() never waits for a dump; a child that could not have
+ * it starts with a fresh lock and fresh caches (the dumping thread does
+ * not exist there), and a dump interrupted by a fork in a signal handler
+ * is abandoned in the child.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,18 +35,32 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "../collect/collect.h"
+#include "dwarf_dl.h"
 #include "serve.h"
+
+#define EXIT_WAIT_MS 5000   /* the exit dump waits this long for dump_lock */
+#define THREAD_WAIT_MS 10000 /* the endpoint's and push's threads, this long */
+#define DUMP_STACK_SIZE (4u << 20) /* reserved, touched as used */
 
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t seq;            /* next %n (dump_lock) */
-static int pipe_fd[2] = {-1, -1}; /* signal -> thread; written once at start */
-static _Atomic int exiting;     /* the exit dump has run */
+static _Atomic int exiting;     /* the exit dump has begun: no more dumps */
 static _Atomic int write_warned;
-static struct sigaction prev_action; /* chained (written once at start) */
+static struct sigaction prev_action; /* written once at start */
+/* A periodic or signal dump is owed: set by the signal handler, cleared
+ * by whoever takes the dump (under dump_lock). */
+static _Atomic int pending;
+/* When the next periodic dump is due (CLOCK_MONOTONIC_COARSE ms;
+ * INT64_MAX: never); advanced under dump_lock. */
+static _Atomic int64_t next_due = INT64_MAX;
+static int64_t period_ms;       /* written once at start */
+int heapprof__serve_armed;      /* written once at start */
 
 int
 heapprof__serve_path(const char *tmpl, long pid, long mainpid, uint64_t sq,
@@ -80,8 +110,10 @@ heapprof__serve_path(const char *tmpl, long pid, long mainpid, uint64_t sq,
 	return 0;
 }
 
+
 struct fd_out {
 	int fd;
+	pid_t pid; /* the process the dump began in */
 };
 
 static int
@@ -89,6 +121,8 @@ fd_write(void *arg, const void *p, size_t n)
 {
 	struct fd_out *o = arg;
 	const char *c = p;
+	if (getpid() != o->pid)
+		return -ECANCELED; /* see out_commit */
 	while (n) {
 		ssize_t w = write(o->fd, c, n);
 		if (w < 0 && errno == EINTR)
@@ -112,8 +146,6 @@ main_pid(void)
 	return p > 0 ? p : heapprof__init_pid;
 }
 
-/* Writes the profile to `path` atomically. Called with dump_lock held and
- * the thread's busy flag set. */
 /* In HEAPPROF_MODE=delta, where the last periodic file ended (dump_lock). */
 static hp_baseline period_base;
 
@@ -171,8 +203,15 @@ out_open(out_file *f, const char *path)
 
 /* Makes the written file PATH (rc: the writing's result). */
 static int
-out_commit(out_file *f, const char *path, int rc)
+out_commit(out_file *f, const char *path, int rc, pid_t pid)
 {
+	if (getpid() != pid) {
+		/* A child forked (in a signal handler) in the middle of its
+		 * parent's dump: the file, named after the parent, is the
+		 * parent's to finish. */
+		close(f->fd);
+		return -ECANCELED;
+	}
 	if (rc == 0 && !f->in_place && fsync(f->fd) != 0)
 		rc = -errno;
 	if (rc == 0 && f->unnamed) {
@@ -211,7 +250,7 @@ write_file(const char *path, int periodic)
 	int rc = out_open(&f, path);
 	if (rc != 0)
 		return rc;
-	struct fd_out o = {f.fd};
+	struct fd_out o = {f.fd, getpid()};
 	hp_snap_opts so;
 	memset(&so, 0, sizeof(so));
 	so.text = heapprof__cfg.text;
@@ -223,9 +262,11 @@ write_file(const char *path, int periodic)
 		so.next_base = &period_base;
 	}
 	rc = heapprof__snapshot_write_ex(fd_write, &o, &so);
-	return out_commit(&f, path, rc);
+	return out_commit(&f, path, rc, o.pid);
 }
 
+/* Writes one file: `path`, or the template's next name if NULL. Called
+ * with dump_lock held and the thread's busy flag set. */
 static int
 dump_locked(const char *path_or_null)
 {
@@ -244,7 +285,7 @@ dump_locked(const char *path_or_null)
 	}
 	if (rc == 0)
 		rc = write_file(path, path_or_null == NULL);
-	if (rc != 0 && !atomic_exchange(&write_warned, 1)) {
+	if (rc != 0 && rc != -ECANCELED && !atomic_exchange(&write_warned, 1)) {
 		char msg[4400];
 		snprintf(msg, sizeof(msg),
 		         "heapprof[%ld]: cannot write profile %s: %s (further "
@@ -257,25 +298,136 @@ dump_locked(const char *path_or_null)
 	return rc;
 }
 
-/* Serialised with every other dump. SIGXFSZ is blocked meanwhile, so a
+/* ----------------------------------------------------------- the lock */
+
+static int64_t
+mono_ms(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Tries dump_lock for up to `ms` milliseconds: 1 if taken. Never blocks
+ * without a bound: a holder may be a thread that will never release it
+ * (stopped in a debugger, a callback that does not return). */
+static int
+lock_bounded(int ms)
+{
+	int64_t end = mono_ms(CLOCK_MONOTONIC) + ms;
+	for (;;) {
+		if (pthread_mutex_trylock(&dump_lock) == 0)
+			return 1;
+		if (mono_ms(CLOCK_MONOTONIC) >= end)
+			return 0;
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Releases dump_lock taken in process `pid`: a child forked in the middle
+ * of a dump got a fresh lock (heapprof__serve_atfork_child), which the
+ * dump it inherited must leave alone. */
+static void
+unlock_from(pid_t pid)
+{
+	if (getpid() == pid)
+		pthread_mutex_unlock(&dump_lock);
+}
+
+/* ------------------------------------------------------ the dump stack */
+
+/* A dump needs tens of KiB of stack (28 KiB measured with symtab names,
+ * 48 KiB with DWARF, for a small program); the thread that takes it may be
+ * a coroutine with 16 KiB, or a signal handler on a small alternate stack.
+ * Dumps therefore switch to this stack, reserved on first use and touched
+ * only as deep as they go (dump_lock). */
+static char *dump_stack;
+static ucontext_t dump_uc, back_uc;
+static int (*stack_fn)(void *);
+static void *stack_arg;
+static int stack_rc;
+
+static void
+stack_trampoline(void)
+{
+	stack_rc = stack_fn(stack_arg);
+}
+
+/* Sanitizers track stacks of their own and do not follow swapcontext:
+ * their builds dump on the current stack. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HP_NO_DUMP_STACK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HP_NO_DUMP_STACK 1
+#endif
+#endif
+
+static int
+on_dump_stack(int (*fn)(void *), void *arg)
+{
+#ifdef HP_NO_DUMP_STACK
+	return fn(arg);
+#endif
+	size_t guard = (size_t)getpagesize();
+	if (!dump_stack) {
+		void *p = mmap(NULL, DUMP_STACK_SIZE + guard, PROT_READ | PROT_WRITE,
+		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+		               -1, 0);
+		if (p == MAP_FAILED)
+			return fn(arg); /* no memory for it: the current stack */
+		mprotect(p, guard, PROT_NONE);
+		dump_stack = p;
+	}
+	/* On a signal stack (a handler that called malloc or exit), a
+	 * signal taken while we are off it would be delivered at its top,
+	 * over the frames of the handler we came from: none are taken until
+	 * we are back. */
+	stack_t ss;
+	sigset_t all, old;
+	int onalt = sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+	if (onalt) {
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+	}
+	int rc;
+	if (getcontext(&dump_uc) != 0) {
+		rc = fn(arg);
+	} else {
+		dump_uc.uc_stack.ss_sp = dump_stack + guard;
+		dump_uc.uc_stack.ss_size = DUMP_STACK_SIZE;
+		dump_uc.uc_link = &back_uc;
+		stack_fn = fn;
+		stack_arg = arg;
+		makecontext(&dump_uc, stack_trampoline, 0);
+		rc = swapcontext(&back_uc, &dump_uc) == 0 ? stack_rc : fn(arg);
+	}
+	if (onalt)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+static int
+dump_fn(void *path)
+{
+	return dump_locked(path);
+}
+
+/* One file, with dump_lock held. SIGXFSZ is blocked meanwhile, so a
  * file-size limit fails the write with EFBIG (one warning) instead of
  * killing the program; a SIGXFSZ our write raised is discarded, one that
  * was already pending for the program is left alone. */
 static int
-dump(const char *path, int from_thread)
+dump_file(const char *path, int own_stack)
 {
 	sigset_t xfsz, old, pend;
 	sigemptyset(&xfsz);
 	sigaddset(&xfsz, SIGXFSZ);
 	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
 	int was_pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
-	pthread_mutex_lock(&dump_lock);
-	int rc = 0;
-	/* After the exit dump, the background thread writes no more: its
-	 * dump would be cut off by the process ending. */
-	if (!(from_thread && atomic_load(&exiting)))
-		rc = dump_locked(path);
-	pthread_mutex_unlock(&dump_lock);
+	int rc = own_stack ? on_dump_stack(dump_fn, (void *)path)
+	                   : dump_locked(path);
 	if (!was_pending) {
 		struct timespec zero = {0, 0};
 		while (sigtimedwait(&xfsz, NULL, &zero) == SIGXFSZ)
@@ -285,87 +437,170 @@ dump(const char *path, int from_thread)
 	return rc;
 }
 
-/* ------------------------------------------------------ background thread */
+/* ------------------------------------------ periodic and signal dumps */
 
+static int
+is_due(int64_t now)
+{
+	return atomic_load_explicit(&pending, memory_order_relaxed) ||
+	       now >= atomic_load_explicit(&next_due, memory_order_relaxed);
+}
+
+/* With dump_lock held: the template dumps that are due, at most two in a
+ * row (a signal storm must not keep a thread here). */
+static void
+run_due_locked(void)
+{
+	for (int i = 0; i < 2 && !atomic_load(&exiting); i++) {
+		int64_t now = mono_ms(CLOCK_MONOTONIC_COARSE);
+		int due = atomic_exchange(&pending, 0);
+		int64_t next = atomic_load(&next_due);
+		if (now >= next) {
+			due = 1;
+			next += period_ms;
+			if (next <= now)
+				next = now + period_ms; /* fell behind: skip */
+			atomic_store(&next_due, next);
+		}
+		if (!due)
+			break;
+		dump_file(NULL, 1);
+	}
+}
+
+void
+heapprof__serve_due(void)
+{
+	hp_tls *t = &heapprof__tls;
+	if (t->busy || atomic_load_explicit(&exiting, memory_order_relaxed) ||
+	    !is_due(mono_ms(CLOCK_MONOTONIC_COARSE)) ||
+	    !atomic_load_explicit(&heapprof__ready, memory_order_acquire))
+		return;
+	int saved = errno;
+	hp_enter(t);
+	if (pthread_mutex_trylock(&dump_lock) == 0) {
+		pid_t me = getpid();
+		run_due_locked();
+		unlock_from(me);
+	}
+	hp_leave(t);
+	errno = saved;
+}
+
+int
+heapprof__serve_thread_due(void)
+{
+	if (!heapprof__serve_armed)
+		return -1;
+	if (!atomic_load(&exiting) && is_due(mono_ms(CLOCK_MONOTONIC_COARSE)) &&
+	    pthread_mutex_trylock(&dump_lock) == 0) {
+		pid_t me = getpid();
+		run_due_locked();
+		unlock_from(me);
+	}
+	int64_t left = atomic_load(&next_due) - mono_ms(CLOCK_MONOTONIC_COARSE);
+	/* A signal that found the lock taken: look again within a second. */
+	if (heapprof__cfg.signal > 0 && left > 1000)
+		left = 1000;
+	return heapprof__poll_timeout(left);
+}
+
+int
+heapprof__poll_timeout(int64_t left_ms)
+{
+	if (left_ms < 0)
+		return 0;
+	return left_ms > 1000000 ? 1000000 : (int)left_ms;
+}
+
+/* Defined (to 1) by the capture half once what a busy thread allocates
+ * never reaches the next allocator (glibc's malloc, which a signal handler
+ * may have interrupted in the middle of an update, and whose single-thread
+ * path takes no lock): only then may a dump run inside a handler. Without
+ * it, signal dumps wait for the next sampled allocation, API call, or the
+ * endpoint's thread. */
+extern const int heapprof__busy_alloc_private
+	__attribute__((weak, visibility("hidden")));
+
+static int
+handler_may_dump(void)
+{
+	return &heapprof__busy_alloc_private != NULL && heapprof__busy_alloc_private;
+}
+
+/* The dump signal: a dump now if that is safe here (see the top), else as
+ * soon as it is. */
 static void
 on_signal(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
-	char b = 1;
-	ssize_t w = write(pipe_fd[1], &b, 1); /* async-signal-safe */
-	(void)w;
+	atomic_store(&pending, 1);
+	if (handler_may_dump())
+		heapprof__serve_due();
 	errno = saved;
 	(void)sig, (void)si, (void)uc;
 }
 
-static int64_t
-mono_ms(void)
+struct snap_args {
+	heapprof_write_fn *write;
+	void *arg;
+	const hp_snap_opts *o;
+};
+
+static int
+snap_fn(void *arg)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	struct snap_args *a = arg;
+	return heapprof__snapshot_write_ex(a->write, a->arg, a->o);
+}
+
+int
+heapprof__serve_snapshot_wait(heapprof_write_fn *write_fn, void *arg,
+                              const hp_snap_opts *o, int wait_ms)
+{
+	if (!lock_bounded(wait_ms))
+		return -EBUSY;
+	pid_t me = getpid();
+	struct snap_args a = {write_fn, arg, o};
+	int rc = on_dump_stack(snap_fn, &a);
+	run_due_locked();
+	unlock_from(me);
+	return rc;
 }
 
 int
 heapprof__serve_snapshot(heapprof_write_fn *write_fn, void *arg,
                          const hp_snap_opts *o)
 {
-	pthread_mutex_lock(&dump_lock);
-	int rc = heapprof__snapshot_write_ex(write_fn, arg, o);
-	pthread_mutex_unlock(&dump_lock);
-	return rc;
+	return heapprof__serve_snapshot_wait(write_fn, arg, o, THREAD_WAIT_MS);
 }
 
-/* The background thread: periodic dumps, signal-triggered dumps and the
- * HTTP endpoint, multiplexed with poll(). */
-static void *
-thread_main(void *arg)
-{
-	(void)arg;
-	hp_tls *t = &heapprof__tls;
-	hp_enter(t); /* nothing this thread allocates is the program's */
-	int64_t period = heapprof__cfg.interval > 0
-	                     ? (int64_t)heapprof__cfg.interval * 1000 : -1;
-	int64_t next_dump = period > 0 ? mono_ms() + period : -1;
-	struct pollfd pfd[64];
-	for (;;) {
-		int64_t now = mono_ms();
-		int timeout = next_dump < 0 ? -1
-		              : next_dump > now ? (int)(next_dump - now) : 0;
-		pfd[0] = (struct pollfd){pipe_fd[0], POLLIN, 0};
-		int n = 1 + heapprof__http_fds(pfd + 1, 63, now, &timeout);
-		int r = poll(pfd, (nfds_t)n, timeout);
-		if (r < 0 && errno != EINTR)
-			break;
-		if (atomic_load(&exiting))
-			break;
-		now = mono_ms();
-		int want_dump = 0;
-		if (r > 0 && (pfd[0].revents & POLLIN)) {
-			char b[64];
-			while (read(pipe_fd[0], b, sizeof(b)) > 0)
-				; /* one dump for any number of signals */
-			want_dump = 1;
-		}
-		if (next_dump >= 0 && now >= next_dump) {
-			want_dump = 1;
-			next_dump += period;
-			if (next_dump <= now)
-				next_dump = now + period; /* fell behind: skip */
-		}
-		if (want_dump)
-			dump(NULL, 1);
-		if (r > 0)
-			heapprof__http_process(pfd + 1, n - 1, now);
-		else
-			heapprof__http_process(pfd + 1, 0, now); /* deadlines */
-	}
-	return NULL;
-}
+/* ------------------------------------------------------------ life cycle */
 
 void
 heapprof__serve_start(void)
 {
+	if (heapprof__cfg.symbolize == 2) {
+		/* Load libdw now: dumps may run inside malloc or a signal
+		 * handler, where dlopen must not be called. */
+		heapprof__libdw(NULL);
+		heapprof__demangler();
+	}
+	if (heapprof__cfg.interval > 0) {
+		period_ms = (int64_t)heapprof__cfg.interval * 1000;
+		atomic_store(&next_due, mono_ms(CLOCK_MONOTONIC_COARSE) + period_ms);
+	}
+	heapprof__serve_armed = heapprof__cfg.interval > 0 ||
+	                        heapprof__cfg.signal > 0;
+	if (heapprof__cfg.signal > 0) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = on_signal;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+		sigfillset(&sa.sa_mask);
+		sigaction(heapprof__cfg.signal, &sa, &prev_action);
+	}
+	/* Threads only for what needs one. */
 	if (heapprof__cfg.http[0]) {
 		int rc = heapprof__http_init(heapprof__cfg.http,
 		                             heapprof__cfg.http_allow_remote);
@@ -377,42 +612,12 @@ heapprof__serve_start(void)
 			         rc == -EPERM ? "not a loopback address" : heapprof_strerror(rc),
 			         rc == -EPERM ? " (HEAPPROF_HTTP_ALLOW_REMOTE=1 allows it)" : "");
 			heapprof__warn_dup(msg);
+		} else {
+			heapprof__http_start();
 		}
 	}
 	if (heapprof__cfg.push[0])
 		heapprof__push_start();
-	if (heapprof__cfg.interval <= 0 && heapprof__cfg.signal <= 0 &&
-	    heapprof__http_port() < 0)
-		return;
-	if (pipe2(pipe_fd, O_CLOEXEC | O_NONBLOCK) != 0) {
-		heapprof__warn("cannot create a pipe: no periodic or signal dumps");
-		return;
-	}
-	/* The thread starts with every signal blocked, so the program's
-	 * signals are never delivered to it. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_t th;
-	pthread_attr_t a;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	int rc = pthread_create(&th, &a, thread_main, NULL);
-	pthread_attr_destroy(&a);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		heapprof__warn("cannot start the dump thread: no periodic or "
-		               "signal dumps");
-		return;
-	}
-	if (heapprof__cfg.signal > 0) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_sigaction = on_signal;
-		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-		sigfillset(&sa.sa_mask);
-		sigaction(heapprof__cfg.signal, &sa, &prev_action);
-	}
 }
 
 void
@@ -420,45 +625,89 @@ heapprof__serve_exit(void)
 {
 	if (atomic_exchange(&exiting, 1))
 		return;
-	dump(NULL, 0);
+	if (heapprof__cfg.at_exit) {
+		if (lock_bounded(EXIT_WAIT_MS)) {
+			pid_t me = getpid();
+			dump_file(NULL, 1);
+			unlock_from(me);
+		} else {
+			heapprof__warn("a dump in progress did not end within 5 s: "
+			               "no exit profile");
+		}
+	}
+	heapprof__push_exit();
 }
 
-void
+int
 heapprof__serve_atfork_prepare(void)
 {
-	pthread_mutex_lock(&dump_lock);
+	/* Never wait: fork() must not stall for a dump (a DWARF one can take
+	 * seconds), and in a signal handler the holder may be this thread. */
+	return pthread_mutex_trylock(&dump_lock) == 0;
 }
 
 void
-heapprof__serve_atfork_release(int child)
+heapprof__serve_atfork_parent(int locked)
 {
-	if (child) {
-		/* The dump thread did not survive the fork: periodic and
-		 * signal dumps stop in the child; its exit dump still runs.
-		 * The pipe is the parent's: a signal to the child must not
-		 * make the parent dump. */
-		if (pipe_fd[0] >= 0) {
-			close(pipe_fd[0]);
-			close(pipe_fd[1]);
-			pipe_fd[0] = pipe_fd[1] = -1;
-		}
-		seq = 0;
-		atomic_store(&write_warned, 0);
+	if (locked)
+		pthread_mutex_unlock(&dump_lock);
+}
+
+void
+heapprof__serve_atfork_child(int locked)
+{
+	/* Whoever held the lock does not exist here. */
+	pthread_mutex_init(&dump_lock, NULL);
+	if (!locked) {
+		/* A dump was in progress: what it was updating may be half
+		 * done. Start afresh (the old state is left allocated). */
+		heapprof__snapshot_atfork_reset();
+		memset(&period_base, 0, sizeof(period_base));
 	}
-	pthread_mutex_unlock(&dump_lock);
+	seq = 0;
+	atomic_store(&write_warned, 0);
+	heapprof__http_atfork_child();
+	heapprof__push_atfork_child();
 }
 
 /* ------------------------------------------------------------ public API */
 
+/* The API's dumps wait for the lock (the program asked), but never from
+ * inside the profiler: a callback or a signal handler that dumps again
+ * would wait for itself. */
 HP_EXPORT int
 heapprof_dump_file(const char *path)
 {
 	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire))
 		return HEAPPROF_ENOTINIT;
 	hp_tls *t = &heapprof__tls;
+	if (t->busy)
+		return -EDEADLK;
 	hp_enter(t);
 	int saved = errno;
-	int rc = dump(path, 0);
+	pthread_mutex_lock(&dump_lock);
+	pid_t me = getpid();
+	int rc = dump_file(path, 0);
+	run_due_locked();
+	unlock_from(me);
+	errno = saved;
+	hp_leave(t);
+	return rc;
+}
+
+static int
+api_snapshot(heapprof_write_fn *write_fn, void *arg, const hp_snap_opts *o)
+{
+	hp_tls *t = &heapprof__tls;
+	if (t->busy)
+		return -EDEADLK;
+	hp_enter(t);
+	int saved = errno;
+	pthread_mutex_lock(&dump_lock);
+	pid_t me = getpid();
+	int rc = heapprof__snapshot_write_ex(write_fn, arg, o);
+	run_due_locked();
+	unlock_from(me);
 	errno = saved;
 	hp_leave(t);
 	return rc;
@@ -471,13 +720,10 @@ heapprof_dump(heapprof_write_fn *write_fn, void *arg, int text)
 		return -EINVAL;
 	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire))
 		return HEAPPROF_ENOTINIT;
-	hp_tls *t = &heapprof__tls;
-	hp_enter(t);
-	pthread_mutex_lock(&dump_lock);
-	int rc = heapprof__snapshot_write(write_fn, arg, text);
-	pthread_mutex_unlock(&dump_lock);
-	hp_leave(t);
-	return rc;
+	hp_snap_opts o;
+	memset(&o, 0, sizeof(o));
+	o.text = text;
+	return api_snapshot(write_fn, arg, &o);
 }
 
 HP_EXPORT int
@@ -488,16 +734,10 @@ heapprof_dump_profile(heapprof_write_fn *write_fn, void *arg, int kind)
 		return -EINVAL;
 	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire))
 		return HEAPPROF_ENOTINIT;
-	hp_tls *t = &heapprof__tls;
-	hp_enter(t);
-	int saved = errno;
 	hp_snap_opts o;
 	memset(&o, 0, sizeof(o));
 	o.kind = kind == HEAPPROF_PROFILE_INUSE ? HP_SNAP_INUSE : HP_SNAP_FULL;
-	int rc = heapprof__serve_snapshot(write_fn, arg, &o);
-	errno = saved;
-	hp_leave(t);
-	return rc;
+	return api_snapshot(write_fn, arg, &o);
 }
 
 HP_EXPORT int

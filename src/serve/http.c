@@ -12,24 +12,39 @@
  *   ?gc=N                     accepted and ignored (there is no GC)
  *   /debug/pprof/cmdline      the program's arguments, NUL-separated
  *
- * Everything runs on the profiler's background thread (serve.c's loop,
- * all signals blocked), non-blocking: a delta request is a baseline taken
- * now and a deadline, not a sleeping thread, so other requests are served
- * while it waits. Bounds: HTTP_MAX_CONN connections (more wait in the
- * kernel's listen backlog), a request head of at most sizeof(conn.req) bytes read within
- * HTTP_READ_MS, a response written within HTTP_WRITE_MS. Profiles are made
- * on request from a snapshot, never cached: never stale, never torn. The
- * program's allocations are never stopped (snapshots read counters).
+ * Everything runs on the endpoint's own thread (started only when the
+ * endpoint is on, all signals blocked), non-blocking: a delta request is a
+ * baseline taken now and a deadline, not a sleeping thread, so other
+ * requests are served while it waits. Bounds: HTTP_MAX_CONN connections
+ * (more wait in the kernel's listen backlog), a request head of at most
+ * sizeof(conn.req) bytes read within HTTP_READ_MS, a response written
+ * within HTTP_WRITE_MS. Profiles are made on request from a snapshot,
+ * never cached: never stale, never torn. The program's allocations are
+ * never stopped (snapshots read counters). The thread also takes periodic
+ * and signal dumps when they are due (dump.c), so an idle program gets
+ * them too.
+ *
+ * The program's descriptors are never touched: ours are kept high and
+ * checked before use (fdkeep.c); if the program closed the listening
+ * socket (a daemon's closefrom) the endpoint turns off with one warning.
+ * A forked child closes its copies (no thread serves them there). Only
+ * requests whose Host is a loopback name or address are answered unless
+ * remote access is allowed: a web page cannot read the endpoint through
+ * DNS rebinding.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../collect/collect.h"
@@ -40,11 +55,12 @@
 #define HTTP_READ_MS 10000
 #define HTTP_WRITE_MS 60000
 #define HTTP_MAX_SECONDS 600 /* our "WriteTimeout" for seconds=N */
+#define HTTP_CHECK_MS 2000   /* our descriptors are checked this often */
 
 enum conn_state { C_FREE, C_READ, C_WAIT, C_WRITE };
 
 typedef struct conn {
-	int fd;
+	hp_kept_fd k;
 	enum conn_state state;
 	int64_t deadline_ms; /* read / write deadline, or the delta's end */
 	size_t req_len;
@@ -58,8 +74,11 @@ typedef struct conn {
 	size_t out_len, out_off, out_cap;
 } conn;
 
-/* All of this is touched by the background thread only. */
-static int listen_fd = -1;
+/* All of this is touched by the endpoint's thread only, but for the set
+ * up (before the thread starts) and a forked child's clean up (the thread
+ * does not exist there). */
+static hp_kept_fd listen_k = {-1, 0, 0};
+static int allow_any_host;
 static conn conns[HTTP_MAX_CONN];
 static int64_t max_seconds = HTTP_MAX_SECONDS;
 
@@ -91,6 +110,7 @@ status_text(int status)
 	case 200: return "OK";
 	case 301: return "Moved Permanently";
 	case 400: return "Bad Request";
+	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 414: return "URI Too Long";
@@ -258,6 +278,41 @@ serve_profile(conn *c, const http_req *r, int allocs, int64_t now_ms)
 	respond_profile(c, &o, allocs ? "allocs" : "heap", now_ms);
 }
 
+/* DNS rebinding: a page from attacker.example whose name later resolves
+ * to 127.0.0.1 reaches us with "Host: attacker.example". Browsers always
+ * send Host; clients without one (HTTP/1.0 tools) are not browsers. */
+static int
+host_allowed(const http_req *r)
+{
+	if (allow_any_host || !r->has_host)
+		return 1;
+	char h[HTTP_MAX_HOST];
+	const char *s = r->host;
+	size_t n;
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+		if (!rb)
+			return 0;
+		s++;
+		n = (size_t)(rb - s);
+	} else {
+		const char *colon = strchr(s, ':');
+		n = colon ? (size_t)(colon - s) : strlen(s);
+	}
+	memcpy(h, s, n);
+	h[n] = 0;
+	if (!strcasecmp(h, "localhost") || !strcasecmp(h, "localhost."))
+		return 1;
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (inet_pton(AF_INET, h, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (inet_pton(AF_INET6, h, &a6) == 1)
+		return IN6_IS_ADDR_LOOPBACK(&a6) ||
+		       (IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+	return 0;
+}
+
 static void
 dispatch(conn *c, int64_t now_ms)
 {
@@ -275,6 +330,11 @@ dispatch(conn *c, int64_t now_ms)
 	}
 	if (rc != HTTP_REQ_OK) {
 		respond_error(c, 400, "400 Bad Request", now_ms);
+		return;
+	}
+	if (!host_allowed(&r)) {
+		respond_error(c, 403, "403 Forbidden: the Host header must be a "
+		              "loopback name or address", now_ms);
 		return;
 	}
 	c->head_only = !strcmp(r.method, "HEAD");
@@ -342,9 +402,7 @@ free_conn(void)
 static void
 conn_close(conn *c)
 {
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
+	heapprof__fd_release(&c->k);
 	heapprof__baseline_free(&c->base);
 	free(c->out);
 	c->out = NULL;
@@ -398,16 +456,21 @@ heapprof__http_init(const char *spec, int allow_remote)
 	int fd = socket(fam, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	hp_kept_fd k;
+	int rc = heapprof__fd_keep(fd, &k);
+	if (rc != 0)
+		return rc;
 	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 512) != 0) {
+	setsockopt(k.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(k.fd, (struct sockaddr *)&ss, sl) != 0 || listen(k.fd, 512) != 0) {
 		int e = -errno;
-		close(fd);
+		close(k.fd);
 		return e;
 	}
 	for (int i = 0; i < HTTP_MAX_CONN; i++)
-		conns[i].fd = -1;
-	listen_fd = fd;
+		conns[i].k.fd = -1;
+	allow_any_host = allow_remote;
+	listen_k = k;
 	return 0;
 }
 
@@ -416,32 +479,30 @@ heapprof__http_port(void)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	if (listen_fd < 0 || getsockname(listen_fd, (struct sockaddr *)&ss, &sl))
+	if (listen_k.fd < 0 || getsockname(listen_k.fd, (struct sockaddr *)&ss, &sl))
 		return -1;
 	if (ss.ss_family == AF_INET)
 		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
-int
-heapprof__http_fds(struct pollfd *p, int max, int64_t now_ms, int *timeout_ms)
+/* The descriptors to poll: the listening socket (while a slot is free)
+ * and every connection; lowers *timeout_ms to the nearest deadline. */
+static int
+http_fds(struct pollfd *p, int64_t now_ms, int *timeout_ms)
 {
 	int n = 0;
-	if (listen_fd < 0)
-		return 0;
-	if (n < max && free_conn())
-		p[n++] = (struct pollfd){listen_fd, POLLIN, 0};
-	for (int i = 0; i < HTTP_MAX_CONN && n < max; i++) {
+	if (free_conn())
+		p[n++] = (struct pollfd){listen_k.fd, POLLIN, 0};
+	for (int i = 0; i < HTTP_MAX_CONN; i++) {
 		conn *c = &conns[i];
 		if (c->state == C_FREE)
 			continue;
 		short ev = c->state == C_WRITE ? POLLOUT : POLLIN;
-		p[n++] = (struct pollfd){c->fd, ev, 0};
-		int64_t left = c->deadline_ms - now_ms;
-		if (left < 0)
-			left = 0;
+		p[n++] = (struct pollfd){c->k.fd, ev, 0};
+		int left = heapprof__poll_timeout(c->deadline_ms - now_ms);
 		if (*timeout_ms < 0 || left < *timeout_ms)
-			*timeout_ms = (int)(left > 1000000 ? 1000000 : left);
+			*timeout_ms = left;
 	}
 	return n;
 }
@@ -453,12 +514,15 @@ static void
 accept_all(int64_t now_ms)
 {
 	while (free_conn()) {
-		int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(listen_k.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
+		hp_kept_fd k;
+		if (heapprof__fd_keep(fd, &k) != 0)
+			continue;
 		conn *c = free_conn();
 		memset(c, 0, sizeof(*c));
-		c->fd = fd;
+		c->k = k;
 		c->state = C_READ;
 		c->deadline_ms = now_ms + HTTP_READ_MS;
 	}
@@ -467,8 +531,15 @@ accept_all(int64_t now_ms)
 static void
 step(conn *c, short revents, int64_t now_ms)
 {
+	if ((revents & POLLNVAL) || !heapprof__fd_ours(&c->k)) {
+		/* The program closed it (and may have reused the number):
+		 * forget it, never close it. */
+		c->k.fd = -1;
+		conn_close(c);
+		return;
+	}
 	if (c->state == C_READ && (revents & (POLLIN | POLLHUP | POLLERR))) {
-		ssize_t r = recv(c->fd, c->req + c->req_len,
+		ssize_t r = recv(c->k.fd, c->req + c->req_len,
 		                 sizeof(c->req) - c->req_len, 0);
 		if (r <= 0) {
 			if (r < 0 && (errno == EAGAIN || errno == EINTR))
@@ -483,11 +554,11 @@ step(conn *c, short revents, int64_t now_ms)
 	} else if (c->state == C_WAIT && (revents & (POLLIN | POLLHUP | POLLERR))) {
 		/* The client may only close while it waits for a delta. */
 		char b[256];
-		ssize_t r = recv(c->fd, b, sizeof(b), MSG_DONTWAIT);
+		ssize_t r = recv(c->k.fd, b, sizeof(b), MSG_DONTWAIT);
 		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
 			conn_close(c);
 	} else if (c->state == C_WRITE && (revents & (POLLOUT | POLLHUP | POLLERR))) {
-		ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+		ssize_t w = send(c->k.fd, c->out + c->out_off, c->out_len - c->out_off,
 		                 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
@@ -497,25 +568,27 @@ step(conn *c, short revents, int64_t now_ms)
 		}
 		c->out_off += (size_t)w;
 		if (c->out_off == c->out_len) {
-			shutdown(c->fd, SHUT_WR);
+			shutdown(c->k.fd, SHUT_WR);
 			conn_close(c);
 		}
 	}
 }
 
-void
-heapprof__http_process(const struct pollfd *p, int n, int64_t now_ms)
+static void
+http_process(const struct pollfd *p, int n, int64_t now_ms)
 {
 	for (int k = 0; k < n; k++) {
 		if (!p[k].revents)
 			continue;
-		if (p[k].fd == listen_fd) {
+		if (p[k].fd == listen_k.fd) {
 			accept_all(now_ms);
 			continue;
 		}
 		for (int i = 0; i < HTTP_MAX_CONN; i++)
-			if (conns[i].state != C_FREE && conns[i].fd == p[k].fd)
+			if (conns[i].state != C_FREE && conns[i].k.fd == p[k].fd) {
 				step(&conns[i], p[k].revents, now_ms);
+				break;
+			}
 	}
 	for (int i = 0; i < HTTP_MAX_CONN; i++) {
 		conn *c = &conns[i];
@@ -528,5 +601,101 @@ heapprof__http_process(const struct pollfd *p, int n, int64_t now_ms)
 		} else {
 			conn_close(c); /* a slow client: read or write timed out */
 		}
+	}
+}
+
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The endpoint is off for good: the program closed our listening socket. */
+static void
+http_off(void)
+{
+	heapprof__warn("the program closed the endpoint's listening socket "
+	               "(closefrom?): the endpoint is off");
+	listen_k.fd = -1; /* not ours any more: never closed */
+	for (int i = 0; i < HTTP_MAX_CONN; i++)
+		if (conns[i].state != C_FREE)
+			conn_close(&conns[i]);
+}
+
+static void *
+http_main(void *arg)
+{
+	(void)arg;
+	hp_tls *t = &heapprof__tls;
+	hp_enter(t); /* nothing this thread allocates is the program's */
+	struct pollfd pfd[1 + HTTP_MAX_CONN];
+	for (;;) {
+		int timeout = heapprof__serve_thread_due();
+		if (!heapprof__fd_ours(&listen_k)) {
+			http_off();
+			break;
+		}
+		int64_t now = mono_ms();
+		/* Wake at least every HTTP_CHECK_MS: a listening socket the
+		 * program closed under our poll() stays bound (and takes
+		 * connections nobody accepts) until poll() lets it go. */
+		if (timeout < 0 || timeout > HTTP_CHECK_MS)
+			timeout = HTTP_CHECK_MS;
+		int n = http_fds(pfd, now, &timeout);
+		int r = poll(pfd, (nfds_t)n, timeout);
+		if (r < 0 && errno != EINTR && errno != ENOMEM)
+			break;
+		if (r > 0 && pfd[0].fd == listen_k.fd && (pfd[0].revents & POLLNVAL)) {
+			http_off();
+			break;
+		}
+		http_process(pfd, r > 0 ? n : 0, mono_ms());
+	}
+	return NULL;
+}
+
+int
+heapprof__http_start(void)
+{
+	/* The thread starts with every signal blocked, so the program's
+	 * signals are never delivered to it. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t th;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&th, &a, http_main, NULL);
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		heapprof__warn("cannot start the endpoint's thread: the endpoint "
+		               "is off");
+		heapprof__fd_release(&listen_k);
+		return -rc;
+	}
+	return 0;
+}
+
+void
+heapprof__http_atfork_child(void)
+{
+	/* No thread serves these here: a daemon (fork, the parent exits)
+	 * must not keep a port nobody answers, nor the parent's clients'
+	 * connections open. The buffers are left allocated (the thread may
+	 * have been using them). */
+	heapprof__fd_release(&listen_k);
+	for (int i = 0; i < HTTP_MAX_CONN; i++) {
+		conn *c = &conns[i];
+		if (c->state == C_FREE)
+			continue;
+		heapprof__fd_release(&c->k);
+		c->out = NULL;
+		c->out_len = c->out_cap = c->out_off = 0;
+		memset(&c->base, 0, sizeof(c->base));
+		c->state = C_FREE;
 	}
 }

@@ -1,13 +1,15 @@
 /*
  * http_req.c: the request parser of the profile endpoint (see http_req.h).
  * Accepts "METHOD SP target SP HTTP/1.x CRLF headers CRLF CRLF" (bare LF
- * line ends too); headers are skipped, the body is never read (the
+ * line ends too); headers but Host are skipped (a second Host, or one
+ * longer than HTTP_MAX_HOST, is a bad request), the body is never read (the
  * endpoint only serves GET and HEAD). The target's query is split on '&',
  * each key and value percent-decoded; unknown keys are ignored, as
  * net/http/pprof ignores them. Repeated keys: the first wins, as Go's
  * FormValue does.
  */
 #include <string.h>
+#include <strings.h>
 
 #include "http_req.h"
 
@@ -75,6 +77,35 @@ query_param(http_req *r, const char *k, size_t kn, const char *v, size_t vn)
 	return 0;
 }
 
+/* The Host header among the header lines in [p, end). */
+static int
+find_host(http_req *r, const char *p, const char *end)
+{
+	while (p < end) {
+		const char *e = memchr(p, '\n', (size_t)(end - p));
+		if (!e)
+			e = end;
+		const char *le = e > p && e[-1] == '\r' ? e - 1 : e;
+		if (le - p >= 5 && !strncasecmp(p, "host:", 5)) {
+			if (r->has_host)
+				return HTTP_REQ_BAD;
+			const char *v = p + 5;
+			while (v < le && (*v == ' ' || *v == '\t'))
+				v++;
+			const char *ve = le;
+			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+				ve--;
+			if ((size_t)(ve - v) >= sizeof(r->host))
+				return HTTP_REQ_BAD;
+			memcpy(r->host, v, (size_t)(ve - v));
+			r->host[ve - v] = 0;
+			r->has_host = 1;
+		}
+		p = e + 1;
+	}
+	return 0;
+}
+
 int
 heapprof__http_parse(const char *buf, size_t len, http_req *r)
 {
@@ -126,6 +157,10 @@ heapprof__http_parse(const char *buf, size_t len, http_req *r)
 		return HTTP_REQ_TOO_LONG;
 	if (decode(t, (size_t)(path_end - t), r->path, sizeof(r->path), 0) < 0)
 		return HTTP_REQ_BAD;
+	const char *line1 = memchr(buf, '\n', len);
+	int hrc = find_host(r, line1 + 1, buf + end);
+	if (hrc < 0)
+		return hrc;
 	if (q) {
 		const char *s = q + 1;
 		while (s < sp2) {

@@ -2,7 +2,8 @@
  * http_req.h: the HTTP/1.x request parser of the profile endpoint: pure
  * (bytes in, a parsed request out), bounded, allocation-free, fuzzable.
  * Only what the endpoint needs: method, path, and the query parameters
- * net/http/pprof reads (debug, gc, seconds).
+ * net/http/pprof reads (debug, gc, seconds), and the Host header (the
+ * endpoint answers only requests addressed to a loopback name).
  */
 #ifndef HEAPPROF_HTTP_REQ_H
 #define HEAPPROF_HTTP_REQ_H
@@ -11,6 +12,7 @@
 
 #define HTTP_MAX_PATH 256
 #define HTTP_MAX_VALUE 32
+#define HTTP_MAX_HOST 256
 
 typedef struct http_req {
 	char method[16];
@@ -19,6 +21,8 @@ typedef struct http_req {
 	char gc[HTTP_MAX_VALUE];
 	char seconds[HTTP_MAX_VALUE];
 	int has_seconds;
+	char host[HTTP_MAX_HOST];      /* the Host header, trimmed ("" if absent) */
+	int has_host;
 	size_t head_len;               /* bytes up to and including the blank line */
 } http_req;
 

@@ -7,17 +7,25 @@
  * profile holds only its interval's allocations (in-use values are the
  * state at the end, aggregated by average).
  *
- * Its own thread (all signals blocked) takes the snapshots, so nothing
- * here ever runs on a program thread. Unsent profiles wait in a bounded
- * queue and are retried with exponential backoff; when the queue is full
- * the oldest is dropped. Failures are counted and warned about once.
+ * Its own thread (all signals blocked) takes the snapshots and sends
+ * them. Unsent profiles wait in a bounded queue and are retried with
+ * exponential backoff; when the queue is full the oldest is dropped.
+ * Failures are counted and warned about once. Each request has an overall
+ * deadline (POST_DEADLINE_MS), so a server that answers a byte at a time
+ * cannot hold the thread. At exit, the exiting thread takes the last
+ * interval's profile and sends what is queued within EXIT_PUSH_MS, to the
+ * address the thread last reached (or a literal one): no name lookup
+ * there. The socket is kept high and checked before use (fdkeep.c). A
+ * forked child pushes nothing (the thread does not exist there).
  *
  *   HEAPPROF_PUSH_INTERVAL  seconds between profiles (default 15)
  *   HEAPPROF_APP            application name (default: the program's name)
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,7 +41,9 @@
 #include "serve.h"
 
 #define QUEUE_MAX 8
-#define IO_TIMEOUT_MS 10000
+#define POST_DEADLINE_MS 10000 /* one request, connect to answer */
+#define EXIT_LOCK_MS 3000      /* exit: waiting for the thread's request */
+#define EXIT_PUSH_MS 5000      /* exit: sending */
 
 typedef struct item {
 	char *body;
@@ -41,12 +51,21 @@ typedef struct item {
 	int64_t from, until; /* unix seconds */
 } item;
 
-/* Touched by the push thread only, but for the counters. */
+/* The queue, the interval's baseline and the last address reached:
+ * push_lock (the push thread, and the exiting thread at exit). */
+static pthread_mutex_t push_lock = PTHREAD_MUTEX_INITIALIZER;
 static item queue[QUEUE_MAX];
 static int qhead, qlen;
+static hp_baseline base;
+static struct sockaddr_storage last_addr;
+static socklen_t last_addrlen;
+/* Written once at start. */
 static char host[256], port[16], prefix[256];
 static char app[256];
+static pid_t push_pid; /* the process whose thread pushes; 0: push is off */
+static _Atomic int stopped; /* the exit push ran: the thread sends no more */
 static _Atomic uint64_t pushed, failed, dropped;
+static int warned; /* push_lock */
 
 typedef struct buf {
 	char *p;
@@ -128,56 +147,128 @@ escape(const char *s, char *out, size_t cap)
 	out[o] = 0;
 }
 
-static int
-wait_fd(int fd, short ev, int ms)
+static int64_t
+mono_ms(void)
 {
-	struct pollfd p = {fd, ev, 0};
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits for fd until the request's deadline; the descriptor must still be
+ * ours (the program may close it: closefrom). */
+static int
+wait_fd(const hp_kept_fd *k, short ev, int64_t deadline)
+{
+	struct pollfd p = {k->fd, ev, 0};
 	int r;
-	do
-		r = poll(&p, 1, ms);
-	while (r < 0 && errno == EINTR);
+	do {
+		if (!heapprof__fd_ours(k))
+			return -EBADF;
+		int64_t left = deadline - mono_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		r = poll(&p, 1, heapprof__poll_timeout(left));
+	} while (r < 0 && errno == EINTR);
+	if (r > 0 && (p.revents & POLLNVAL))
+		return -EBADF;
 	return r > 0 ? 0 : -ETIMEDOUT;
 }
 
+/* Connects to one address within the deadline: 0 and *k, or -errno. */
 static int
-connect_to(void)
+connect_addr(const struct sockaddr *a, socklen_t al, hp_kept_fd *k,
+             int64_t deadline)
 {
+	int fd = socket(a->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int rc = heapprof__fd_keep(fd, k);
+	if (rc != 0)
+		return rc;
+	if (connect(k->fd, a, al) != 0) {
+		rc = errno == EINPROGRESS ? wait_fd(k, POLLOUT, deadline) : -errno;
+		if (rc == 0) {
+			int err = 0;
+			socklen_t el = sizeof(err);
+			getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &el);
+			rc = -err;
+		}
+	}
+	if (rc != 0)
+		heapprof__fd_release(k);
+	return rc;
+}
+
+/* A literal address needs no lookup. */
+static int
+literal_addr(struct sockaddr_storage *ss, socklen_t *sl)
+{
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	long pn = strtol(port, NULL, 10);
+	memset(ss, 0, sizeof(*ss));
+	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)pn);
+		*sl = sizeof(*s4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)pn);
+		*sl = sizeof(*s6);
+		return 0;
+	}
+	return -EHOSTUNREACH;
+}
+
+/* Connects to the server (push_lock held). The push thread looks the name
+ * up each time; at exit (`lookup` 0) only the last address reached or a
+ * literal one is used: a name lookup may lock or load (NSS) and the
+ * exiting thread may have interrupted one. */
+static int
+connect_to(hp_kept_fd *k, int64_t deadline, int lookup)
+{
+	if (!lookup) {
+		struct sockaddr_storage ss;
+		socklen_t sl = last_addrlen;
+		if (sl)
+			memcpy(&ss, &last_addr, sizeof(ss));
+		else if (literal_addr(&ss, &sl) != 0)
+			return -EHOSTUNREACH;
+		return connect_addr((struct sockaddr *)&ss, sl, k, deadline);
+	}
 	struct addrinfo hints, *res = NULL;
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_socktype = SOCK_STREAM;
 	if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
 		return -EHOSTUNREACH;
-	int fd = -1, rc = -ECONNREFUSED;
+	int rc = -ECONNREFUSED;
 	for (struct addrinfo *a = res; a; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		            a->ai_protocol);
-		if (fd < 0)
-			continue;
-		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 ||
-		    (errno == EINPROGRESS && wait_fd(fd, POLLOUT, IO_TIMEOUT_MS) == 0)) {
-			int err = 0;
-			socklen_t el = sizeof(err);
-			getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
-			if (err == 0) {
-				rc = 0;
-				break;
+		rc = connect_addr(a->ai_addr, a->ai_addrlen, k, deadline);
+		if (rc == 0) {
+			if (a->ai_addrlen <= sizeof(last_addr)) {
+				memcpy(&last_addr, a->ai_addr, a->ai_addrlen);
+				last_addrlen = a->ai_addrlen;
 			}
-			rc = -err;
+			break;
 		}
-		close(fd);
-		fd = -1;
+		if (rc == -ETIMEDOUT)
+			break;
 	}
 	freeaddrinfo(res);
-	return rc == 0 ? fd : rc;
+	return rc;
 }
 
 static int
-send_all(int fd, const char *p, size_t n)
+send_all(const hp_kept_fd *k, const char *p, size_t n, int64_t deadline)
 {
 	while (n) {
-		if (wait_fd(fd, POLLOUT, IO_TIMEOUT_MS) != 0)
-			return -ETIMEDOUT;
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		int rc = wait_fd(k, POLLOUT, deadline);
+		if (rc != 0)
+			return rc;
+		ssize_t w = send(k->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
 		if (w <= 0)
@@ -196,9 +287,9 @@ static const char sample_type_config[] =
 	"\"inuse_space\":{\"units\":\"bytes\",\"aggregation\":\"average\","
 	"\"cumulative\":false}}";
 
-/* One POST. 0 on a 2xx answer. */
+/* One POST, done by `deadline` (CLOCK_MONOTONIC ms). 0 on a 2xx answer. */
 static int
-post(const item *it)
+post(const item *it, int64_t deadline, int lookup)
 {
 	static const char boundary[] = "heapprof-7d1f0b9c5e2a4c36";
 	buf body = {0};
@@ -232,29 +323,31 @@ post(const item *it)
 	                  prefix, name, (long long)it->from, (long long)it->until,
 	                  host, port, HEAPPROF_VERSION_MAJOR, HEAPPROF_VERSION_MINOR,
 	                  boundary, body.len);
-	int fd = connect_to();
-	if (fd < 0) {
+	hp_kept_fd k;
+	rc = connect_to(&k, deadline, lookup);
+	if (rc != 0) {
 		free(body.p);
-		return fd;
+		return rc;
 	}
-	rc = send_all(fd, head, (size_t)hn);
-	rc = rc ? rc : send_all(fd, body.p, body.len);
+	rc = send_all(&k, head, (size_t)hn, deadline);
+	rc = rc ? rc : send_all(&k, body.p, body.len, deadline);
 	free(body.p);
 	char resp[256];
 	size_t got = 0;
 	while (rc == 0 && got < sizeof(resp) - 1 && !memchr(resp, '\n', got)) {
-		if (wait_fd(fd, POLLIN, IO_TIMEOUT_MS) != 0) {
-			rc = -ETIMEDOUT;
+		rc = wait_fd(&k, POLLIN, deadline);
+		if (rc != 0)
 			break;
-		}
-		ssize_t r = recv(fd, resp + got, sizeof(resp) - 1 - got, 0);
+		ssize_t r = recv(k.fd, resp + got, sizeof(resp) - 1 - got, MSG_DONTWAIT);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
 		if (r <= 0) {
 			rc = r == 0 ? -ECONNRESET : -errno;
 			break;
 		}
 		got += (size_t)r;
 	}
-	close(fd);
+	heapprof__fd_release(&k);
 	if (rc)
 		return rc;
 	resp[got] = 0;
@@ -281,62 +374,118 @@ enqueue(char *body, size_t len, int64_t from, int64_t until)
 	qlen++;
 }
 
+/* The interval's profile since `base`, queued (push_lock held). */
+static void
+take_interval(int wait_ms)
+{
+	buf b = {0};
+	hp_snap_opts o;
+	memset(&o, 0, sizeof(o));
+	o.kind = HP_SNAP_DELTA_ALLOC;
+	o.base = &base;
+	o.next_base = &base;
+	int64_t from = base.time_nanos / 1000000000;
+	if (heapprof__serve_snapshot_wait(buf_add, &b, &o, wait_ms) == 0)
+		enqueue(b.p, b.len, from, base.time_nanos / 1000000000);
+	else
+		free(b.p);
+}
+
+static void
+warn_failure(int rc)
+{
+	atomic_fetch_add(&failed, 1);
+	if (warned)
+		return;
+	char msg[600];
+	snprintf(msg, sizeof(msg),
+	         "cannot push to %s: %s (retrying with backoff; further "
+	         "failures are silent)", heapprof__cfg.push, heapprof_strerror(rc));
+	heapprof__warn_dup(msg);
+	warned = 1;
+}
+
+/* Sends the head of the queue: 0, or the error (push_lock held). */
+static int
+send_head(int64_t deadline, int lookup)
+{
+	int rc = post(&queue[qhead], deadline, lookup);
+	if (rc != 0) {
+		warn_failure(rc);
+		return rc;
+	}
+	atomic_fetch_add(&pushed, 1);
+	free(queue[qhead].body);
+	qhead = (qhead + 1) % QUEUE_MAX;
+	qlen--;
+	return 0;
+}
+
 static void *
 push_main(void *arg)
 {
 	int64_t period_ms = (int64_t)(intptr_t)arg;
 	hp_tls *t = &heapprof__tls;
 	hp_enter(t);
-	hp_baseline base;
-	memset(&base, 0, sizeof(base));
-	base.time_nanos = heapprof__now_nanos();
 	int64_t backoff = 0, retry_at = 0, waited = 0;
-	int warned = 0;
-	for (;;) {
+	while (!atomic_load(&stopped)) {
 		/* Sleep a second at a time: a period boundary or a retry. */
 		struct timespec ts = {1, 0};
 		nanosleep(&ts, NULL);
 		waited += 1000;
 		int64_t now_s = heapprof__now_nanos() / 1000000000;
+		pthread_mutex_lock(&push_lock);
+		if (atomic_load(&stopped)) {
+			pthread_mutex_unlock(&push_lock);
+			break;
+		}
 		if (waited >= period_ms) {
 			waited = 0;
-			buf b = {0};
-			hp_snap_opts o;
-			memset(&o, 0, sizeof(o));
-			o.kind = HP_SNAP_DELTA_ALLOC;
-			o.base = &base;
-			o.next_base = &base;
-			int64_t from = base.time_nanos / 1000000000;
-			if (heapprof__serve_snapshot(buf_add, &b, &o) == 0)
-				enqueue(b.p, b.len, from, base.time_nanos / 1000000000);
-			else
-				free(b.p);
+			take_interval(10000);
 		}
-		while (qlen && now_s >= retry_at) {
-			int rc = post(&queue[qhead]);
-			if (rc != 0) {
-				atomic_fetch_add(&failed, 1);
-				if (!warned) {
-					char msg[600];
-					snprintf(msg, sizeof(msg),
-					         "cannot push to %s: %s (retrying with "
-					         "backoff; further failures are silent)",
-					         heapprof__cfg.push, heapprof_strerror(rc));
-					heapprof__warn_dup(msg);
-					warned = 1;
-				}
+		while (qlen && now_s >= retry_at && !atomic_load(&stopped)) {
+			if (send_head(mono_ms() + POST_DEADLINE_MS, 1) != 0) {
 				backoff = backoff ? (backoff * 2 > 60 ? 60 : backoff * 2) : 1;
 				retry_at = now_s + backoff;
 				break;
 			}
-			atomic_fetch_add(&pushed, 1);
-			free(queue[qhead].body);
-			qhead = (qhead + 1) % QUEUE_MAX;
-			qlen--;
 			backoff = 0;
 		}
+		pthread_mutex_unlock(&push_lock);
 	}
 	return NULL;
+}
+
+void
+heapprof__push_exit(void)
+{
+	if (!push_pid || push_pid != getpid())
+		return;
+	int64_t end = mono_ms() + EXIT_LOCK_MS;
+	int locked;
+	while (!(locked = pthread_mutex_trylock(&push_lock) == 0) && mono_ms() < end) {
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	if (!locked) {
+		heapprof__warn("push: a request in progress did not end in time: "
+		               "the last interval is not pushed");
+		return;
+	}
+	atomic_store(&stopped, 1);
+	take_interval(2000);
+	int64_t deadline = mono_ms() + EXIT_PUSH_MS;
+	while (qlen && send_head(deadline, 0) == 0)
+		;
+	pthread_mutex_unlock(&push_lock);
+}
+
+void
+heapprof__push_atfork_child(void)
+{
+	/* The pushing thread is the parent's. */
+	pthread_mutex_init(&push_lock, NULL);
+	push_pid = 0;
 }
 
 int
@@ -370,6 +519,7 @@ heapprof__push_start(void)
 	pthread_attr_t a;
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	base.time_nanos = heapprof__now_nanos();
 	int rc = pthread_create(&th, &a, push_main, (void *)(intptr_t)(secs * 1000));
 	pthread_attr_destroy(&a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -377,5 +527,6 @@ heapprof__push_start(void)
 		heapprof__warn("cannot start the push thread; push is off");
 		return -rc;
 	}
+	push_pid = getpid();
 	return 0;
 }

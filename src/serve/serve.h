@@ -1,6 +1,12 @@
 /*
- * serve.h: delivery of profiles from inside the process (dump.c): files at
- * exit, every N seconds, on a signal, and through the C API.
+ * serve.h: delivery of profiles from inside the process: files at exit,
+ * every N seconds, on a signal and through the C API (dump.c), the
+ * /debug/pprof endpoint (http.c), push to Pyroscope (push.c), and the
+ * descriptors they keep (fdkeep.c).
+ *
+ * Threads: none unless --http or --push asks for one (http.c's and
+ * push.c's, every signal blocked). Periodic and signal dumps run on the
+ * program's own threads, when that is safe (dump.c).
  */
 #ifndef HEAPPROF_SERVE_H
 #define HEAPPROF_SERVE_H
@@ -8,35 +14,64 @@
 #include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "../collect/collect.h"
 
-/* Starts the background thread if periodic or signal dumps are on. */
+/* Constructor time: the dump signal's handler, the endpoint's and the
+ * push's threads. */
 void heapprof__serve_start(void);
-/* The at-exit dump. */
+/* The at-exit dump and the last push; never blocks for long. Called with
+ * the thread's busy flag set (and never when it was set before). */
 void heapprof__serve_exit(void);
-void heapprof__serve_atfork_prepare(void);
-void heapprof__serve_atfork_release(int child);
+/* Fork handlers (init.c). prepare returns 1 if it took the dump lock;
+ * parent and child get that value back. */
+int heapprof__serve_atfork_prepare(void);
+void heapprof__serve_atfork_parent(int locked);
+void heapprof__serve_atfork_child(int locked);
 /* Expands the output template (%p pid, %n seq, %% %; gperftools' %P pid
  * in five digits, %N seq + 1 in four) into buf. 0 or -ENAMETOOLONG. */
 int heapprof__serve_path(const char *tmpl, long pid, long mainpid,
                          uint64_t seq, char *buf, size_t cap);
 
 /* A snapshot written through `write` under the dump lock (the symbol
- * cache has one user at a time). */
+ * cache has one user at a time), for the endpoint's and the push's
+ * threads: waits for the lock a bounded time (-EBUSY after it). */
 int heapprof__serve_snapshot(heapprof_write_fn *write, void *arg,
                              const hp_snap_opts *o);
+int heapprof__serve_snapshot_wait(heapprof_write_fn *write, void *arg,
+                                  const hp_snap_opts *o, int wait_ms);
+/* For a background thread (busy set for good): runs the periodic or
+ * signal dumps that are due; returns the milliseconds until the next one
+ * may be (-1: none). */
+int heapprof__serve_thread_due(void);
 
-/* http.c: the /debug/pprof endpoint, driven by the background thread. */
+/* http.c: the /debug/pprof endpoint and its thread. */
 int heapprof__http_init(const char *spec, int allow_remote);
 int heapprof__http_port(void);
-/* Adds the endpoint's descriptors to p (at most max) and lowers
- * *timeout_ms (-1: none) to its next deadline. Returns the count. */
-int heapprof__http_fds(struct pollfd *p, int max, int64_t now_ms,
-                       int *timeout_ms);
-void heapprof__http_process(const struct pollfd *p, int n, int64_t now_ms);
+int heapprof__http_start(void);
+void heapprof__http_atfork_child(void);
+/* The poll timeout for a deadline `left` ms away: 0..1000000 (-1: none). */
+int heapprof__poll_timeout(int64_t left_ms);
 
 /* push.c: periodic delta profiles sent to a Pyroscope-compatible /ingest. */
 int heapprof__push_start(void);
+/* The last interval's profile, at exit, within a few seconds. */
+void heapprof__push_exit(void);
+void heapprof__push_atfork_child(void);
+
+/* fdkeep.c: a descriptor the profiler keeps, and its identity. */
+typedef struct hp_kept_fd {
+	int fd; /* -1: none */
+	dev_t dev;
+	ino_t ino;
+} hp_kept_fd;
+/* Moves fd high and close-on-exec, and records it: 0 or -errno (fd is
+ * closed then). */
+int heapprof__fd_keep(int fd, hp_kept_fd *k);
+/* 1 if k->fd is still the descriptor we kept. */
+int heapprof__fd_ours(const hp_kept_fd *k);
+/* Closes k->fd if it is still ours (never the program's), and forgets it. */
+void heapprof__fd_release(hp_kept_fd *k);
 
 #endif

@@ -20,8 +20,10 @@ main(int argc, char **argv)
 	if (argc > 2)
 		raise(atoi(argv[2]));
 	struct timespec ts = {0, 10 * 1000 * 1000};
-	for (long t = 0; t < ms; t += 10)
+	for (long t = 0; t < ms; t += 10) {
 		nanosleep(&ts, NULL);
+		free(sink = malloc(65536));
+	}
 	puts("done");
 	return 0;
 }

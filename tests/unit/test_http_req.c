@@ -1,5 +1,7 @@
 /* test_http_req.c: unit tests of the endpoint's request parser
  * (src/serve/http_req.c). */
+#include <stdio.h>
+
 #include "http_req.h"
 #include "test.h"
 
@@ -73,6 +75,29 @@ TEST(atoi_like_go)
 	CHECK(heapprof__http_atoi("-", &v) != 0);
 }
 
+/* The Host header (the endpoint's DNS-rebinding check reads it). */
+TEST(host_header)
+{
+	http_req r;
+	CHECK_EQ(parse("GET / HTTP/1.1\r\nAccept: */*\r\nhOsT: \t localhost:6060 \r\n\r\n", &r),
+	         HTTP_REQ_OK);
+	CHECK(r.has_host);
+	CHECK_STR(r.host, "localhost:6060");
+	CHECK_EQ(parse("GET / HTTP/1.0\r\n\r\n", &r), HTTP_REQ_OK);
+	CHECK(!r.has_host);
+	CHECK_STR(r.host, "");
+	CHECK_EQ(parse("GET / HTTP/1.1\nHost: [::1]:80\n\n", &r), HTTP_REQ_OK);
+	CHECK_STR(r.host, "[::1]:80");
+	/* Two Host headers, or one too long to hold: a bad request. */
+	CHECK_EQ(parse("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", &r), HTTP_REQ_BAD);
+	char big[600];
+	snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nHost: %0300d\r\n\r\n", 1);
+	CHECK_EQ(parse(big, &r), HTTP_REQ_BAD);
+	/* A header that merely contains "host:" is not Host. */
+	CHECK_EQ(parse("GET / HTTP/1.1\r\nX-Host: evil\r\n\r\n", &r), HTTP_REQ_OK);
+	CHECK(!r.has_host);
+}
+
 int
 main(void)
 {
@@ -81,5 +106,6 @@ main(void)
 	RUN(percent_decoding_and_first_value_wins);
 	RUN(malformed);
 	RUN(atoi_like_go);
+	RUN(host_header);
 	TEST_MAIN_END();
 }
