@@ -51,6 +51,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -92,12 +93,50 @@ static extent *spare;      /* unused nodes (lock) */
 /* Nonzero while this thread holds (or is taking) a lock of this file. */
 static __thread volatile int in_lock __attribute__((tls_model("initial-exec")));
 
-static void
+/* Lock m, or false. A lock held for LOCK_WAIT seconds was abandoned: a
+ * handler longjmp'd out of its holder's critical section (no section
+ * here lasts more than a few system calls). Then it is marked dead and
+ * every later use of it gives up at once, as for in_lock: allocations go
+ * unsampled (counted), frees leak. A lock that is seen free again is
+ * alive again. */
+#define LOCK_WAIT 5
+static _Atomic(pthread_mutex_t *) dead[4];
+
+static bool
 lock_m(pthread_mutex_t *m)
 {
 	in_lock++;
 	atomic_signal_fence(memory_order_seq_cst);
-	pthread_mutex_lock(m);
+	if (pthread_mutex_trylock(m) == 0)
+		goto locked;
+	for (int i = 0; i < 4; i++)
+		if (atomic_load_explicit(&dead[i], memory_order_relaxed) == m)
+			goto fail;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += LOCK_WAIT;
+	int rc;
+	while ((rc = pthread_mutex_timedlock(m, &ts)) == EINTR)
+		;
+	if (rc == 0)
+		goto locked;
+	for (int i = 0; i < 4; i++) {
+		pthread_mutex_t *expect = NULL;
+		if (atomic_compare_exchange_strong(&dead[i], &expect, m) ||
+		    expect == m)
+			break;
+	}
+	heapprof__warn("a lock of the sampled-object range was abandoned (a "
+	               "longjmp out of a signal handler?): samples are dropped");
+fail:
+	atomic_signal_fence(memory_order_seq_cst);
+	in_lock--;
+	return false;
+locked:
+	for (int i = 0; i < 4; i++)
+		if (atomic_load_explicit(&dead[i], memory_order_relaxed) == m)
+			atomic_store_explicit(&dead[i], NULL, memory_order_relaxed);
+	return true;
 }
 
 static void
@@ -436,7 +475,8 @@ slot_get(shard *h, unsigned shift)
 	unsigned k = shift - SLOT_MIN_SHIFT;
 	if (!h->free[k]) {
 		bool dirty;
-		lock_m(&lock);
+		if (!lock_m(&lock))
+			return 0;
 		uintptr_t slab = run_get(class_of(SLAB_BYTES / page), &dirty);
 		unlock_m(&lock);
 		if (!slab)
@@ -468,7 +508,8 @@ slot_alloc(size_t size, bool zero)
 		t->shard = atomic_fetch_add(&next_shard, 1) % NSHARD + 1;
 	}
 	shard *h = &shards[t->shard - 1];
-	lock_m(&h->lock);
+	if (!lock_m(&h->lock))
+		return NULL;
 	uintptr_t s = slot_get(h, shift);
 	if (s)
 		h->live++;
@@ -502,7 +543,8 @@ range_alloc(size_t size, size_t align, bool zero)
 	uint32_t c = pages <= ((size_t)1 << (NCLASS - 1)) ? class_of(pages)
 	                                                  : BIG_CLASS;
 	bool dirty = false;
-	lock_m(&lock);
+	if (!lock_m(&lock))
+		return NULL;
 	uintptr_t run = c == BIG_CLASS ? exact_get(pages * page)
 	                               : run_get(c, &dirty);
 	if (run)
@@ -571,7 +613,8 @@ heapprof__range_free(hp_obj *o)
 	if (c >= SLOT_CLASS) {
 		unsigned k = c - SLOT_CLASS - SLOT_MIN_SHIFT;
 		shard *h = &shards[o->shard % NSHARD];
-		lock_m(&h->lock);
+		if (!lock_m(&h->lock))
+			return; /* abandoned: the slot is lost */
 		*(uintptr_t *)run = h->free[k];
 		atomic_thread_fence(memory_order_release);
 		h->free[k] = run;
@@ -580,7 +623,8 @@ heapprof__range_free(hp_obj *o)
 		return;
 	}
 	size_t pages = o->shard;
-	lock_m(&lock);
+	if (!lock_m(&lock))
+		return; /* abandoned: the run is lost */
 	if (c == BIG_CLASS) {
 		exact_put(run, pages * page);
 	} else {
@@ -625,13 +669,13 @@ heapprof__range_stats(uint64_t *live, uint64_t *mapped, uint64_t *exh)
 void
 heapprof__range_atfork_prepare(void)
 {
-	lock_m(&lock);
+	pthread_mutex_lock(&lock);
 }
 
 void
 heapprof__range_atfork_release(void)
 {
-	unlock_m(&lock);
+	pthread_mutex_unlock(&lock);
 }
 
 void

@@ -12,7 +12,8 @@
  *                          dynamic loader (leaving glibc's malloc that way
  *                          breaks the program without a profiler too):
  *                          inside the profiler's sampled path and the
- *                          unwinder as well; then two threads allocate and
+ *                          unwinder as well; then two threads free main's
+ *                          blocks and allocate, main allocates again, and
  *                          the program exits 0.
  * A hang is the failure (the script's timeout).
  */
@@ -114,6 +115,11 @@ static void *
 worker(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
+	/* Main's blocks first: their slots go back to main's shard. */
+	for (int k = (int)seed - 1; k < 512; k += 2) {
+		free(slots[k]);
+		slots[k] = NULL;
+	}
 	for (int i = 0; i < 20000; i++) {
 		seed = seed * 1103515245u + 12345u;
 		void *p = malloc((seed >> 8) % 3000);
@@ -152,9 +158,9 @@ main(int argc, char **argv)
 		pthread_t t[2];
 		for (int i = 0; i < 2; i++)
 			pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1));
-		churn(&seed, 20000);
 		for (int i = 0; i < 2; i++)
 			pthread_join(t[i], NULL);
+		churn(&seed, 20000);
 		printf("longjmp: %d jumps, done\n", (int)jumps);
 		return 0;
 	}

@@ -7,6 +7,8 @@
  */
 #include <math.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -14,6 +16,12 @@
 
 __thread hp_tls heapprof__tls __attribute__((tls_model("initial-exec")));
 hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH};
+/* init.c is not linked: warnings are dropped. */
+void
+heapprof__warn(const char *msg)
+{
+	(void)msg;
+}
 
 TEST(sampler_exponential_law)
 {
@@ -225,6 +233,63 @@ TEST(range_private_blocks_are_not_samples)
 	CHECK_EQ(live, live0);
 }
 
+/* Random large blocks allocated and freed: no two live blocks overlap,
+ * none is corrupted, and the free-run list stays consistent; once without
+ * a limit and once (in a child) under an address-space limit, where free
+ * runs are unmapped. */
+static int
+big_churn(unsigned seed)
+{
+	char *p[16] = {0};
+	size_t n[16] = {0};
+	for (int it = 0; it < 400; it++) {
+		seed = seed * 1103515245u + 12345u;
+		int k = (int)((seed >> 8) % 16);
+		if (p[k]) {
+			if (p[k][0] != (char)k || p[k][n[k] - 1] != (char)k)
+				return 1;
+			heapprof__range_free(heapprof__range_obj(p[k]));
+			p[k] = NULL;
+			continue;
+		}
+		n[k] = ((size_t)600 << 10) + (seed >> 12) % ((size_t)8 << 20);
+		p[k] = heapprof__range_alloc(n[k], 16, (seed & 1) != 0);
+		if (!p[k])
+			return 2;
+		if ((seed & 1) && (p[k][0] || p[k][n[k] - 1]))
+			return 3;
+		for (int j = 0; j < 16; j++)
+			if (j != k && p[j] && p[j] < p[k] + n[k] && p[k] < p[j] + n[j])
+				return 4;
+		p[k][0] = p[k][n[k] - 1] = (char)k;
+	}
+	for (int k = 0; k < 16; k++)
+		if (p[k])
+			heapprof__range_free(heapprof__range_obj(p[k]));
+	return 0;
+}
+
+TEST(range_big_churn)
+{
+	REQUIRE_OK(heapprof__range_init());
+	CHECK_EQ(big_churn(1), 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = {(rlim_t)2 << 30, (rlim_t)2 << 30};
+		setrlimit(RLIMIT_AS, &rl);
+		int rc = big_churn(2) * 10 + big_churn(3);
+		/* Everything freed: the range gave its address space back. */
+		if (heapprof__range_span > ((size_t)64 << 20))
+			rc = 99;
+		_exit(rc);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+}
+
 TEST(buckets_by_stack_and_size)
 {
 	REQUIRE_OK(heapprof__bucket_init());
@@ -379,6 +444,7 @@ main(void)
 	RUN(sampler_sample_keeps_the_rate_it_was_drawn_at);
 	RUN(range_exact_runs_coalesce);
 	RUN(range_private_blocks_are_not_samples);
+	RUN(range_big_churn);
 	RUN(buckets_by_stack_and_size);
 	RUN(stack_capture_every_unwinder);
 	RUN(buckets_keyed_by_rate);
