@@ -49,6 +49,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "pprof_dec.h"
 #include "serve.h"
 
 /* The profiler's entry points (tests/sanitize/hp_entry.c). */
@@ -395,6 +396,44 @@ text_inuse(long long *objs, long long *bytes)
 		failf("text dump: rc %d, header '%.60s'", rc, b.p ? b.p : "");
 	free(b.p);
 	return ok ? 0 : -1;
+}
+
+/* In-use objects and bytes summed over the samples of the pprof in-use
+ * profile (unsampled values, equal to the raw counts at rate 1). */
+static int
+pprof_inuse(long long *objs, long long *bytes)
+{
+	sbuf b = {0};
+	pprof_dec d;
+	heapprof__pprof_dec_init(&d, NULL, NULL);
+	int rc = heapprof_dump_profile(sbuf_write, &b, HEAPPROF_PROFILE_INUSE);
+	if (rc == 0)
+		rc = heapprof__pprof_dec_open(&d, b.p, b.n);
+	long io = -1, is = -1;
+	for (size_t i = 0; rc == 0 && i < d.ntypes; i++) {
+		if (heapprof__pprof_string_eq(&d, d.types[i].type, "inuse_objects"))
+			io = (long)i;
+		if (heapprof__pprof_string_eq(&d, d.types[i].type, "inuse_space"))
+			is = (long)i;
+	}
+	*objs = *bytes = 0;
+	if (rc == 0 && (io < 0 || is < 0))
+		rc = HEAPPROF_ENOTHEAP;
+	pprof_sample_iter it;
+	pprof_sample sm;
+	if (rc == 0)
+		heapprof__pprof_samples(&d, &it);
+	while (rc == 0 && (rc = heapprof__pprof_sample_next(&d, &it, &sm)) == 0) {
+		*objs += sm.values[io];
+		*bytes += sm.values[is];
+	}
+	if (rc == 1)
+		rc = 0;
+	if (rc != 0)
+		failf("in-use profile: %s", heapprof_strerror(rc));
+	heapprof__pprof_dec_free(&d);
+	free(b.p);
+	return rc;
 }
 
 static char tmpdir[3000];
@@ -770,6 +809,9 @@ main(int argc, char **argv)
 		      "holds %lld, %lld (%" PRIu64 " samples dropped)",
 		      objs, bytes, want_o, want_b,
 		      (uint64_t)atomic_load(&heapprof__dropped_samples));
+	if (pprof_inuse(&objs, &bytes) == 0 && (objs != want_o || bytes != want_b))
+		failf("at rate 1, pprof: %lld objects, %lld bytes in use; the "
+		      "driver holds %lld, %lld", objs, bytes, want_o, want_b);
 	for (int i = 0; i < nt; i++)
 		for (int j = 0; j < PER; j++)
 			if (kept[i][j].p)
