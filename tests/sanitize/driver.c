@@ -49,6 +49,8 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "driver.h"
+#include "pprof_dec.h"
 #include "serve.h"
 
 /* The profiler's entry points (tests/sanitize/hp_entry.c). */
@@ -80,11 +82,12 @@ size_t hp_malloc_usable_size(void *p);
 #define NFORK 3
 #endif
 
-static _Atomic long errors;
-static _Atomic int stop;      /* phase 1 is over */
-static _Atomic int stop_push; /* the push server may stop */
+_Atomic long errors;
+_Atomic int stop;      /* phase 1 is over */
+_Atomic int stop_push; /* the push server may stop */
+_Atomic int pushes;    /* POSTs received with a body */
 
-static void
+void
 failf(const char *fmt, ...)
 {
 	va_list ap;
@@ -397,6 +400,44 @@ text_inuse(long long *objs, long long *bytes)
 	return ok ? 0 : -1;
 }
 
+/* In-use objects and bytes summed over the samples of the pprof in-use
+ * profile (unsampled values, equal to the raw counts at rate 1). */
+static int
+pprof_inuse(long long *objs, long long *bytes)
+{
+	sbuf b = {0};
+	pprof_dec d;
+	heapprof__pprof_dec_init(&d, NULL, NULL);
+	int rc = heapprof_dump_profile(sbuf_write, &b, HEAPPROF_PROFILE_INUSE);
+	if (rc == 0)
+		rc = heapprof__pprof_dec_open(&d, b.p, b.n);
+	long io = -1, is = -1;
+	for (size_t i = 0; rc == 0 && i < d.ntypes; i++) {
+		if (heapprof__pprof_string_eq(&d, d.types[i].type, "inuse_objects"))
+			io = (long)i;
+		if (heapprof__pprof_string_eq(&d, d.types[i].type, "inuse_space"))
+			is = (long)i;
+	}
+	*objs = *bytes = 0;
+	if (rc == 0 && (io < 0 || is < 0))
+		rc = HEAPPROF_ENOTHEAP;
+	pprof_sample_iter it;
+	pprof_sample sm;
+	if (rc == 0)
+		heapprof__pprof_samples(&d, &it);
+	while (rc == 0 && (rc = heapprof__pprof_sample_next(&d, &it, &sm)) == 0) {
+		*objs += sm.values[io];
+		*bytes += sm.values[is];
+	}
+	if (rc == 1)
+		rc = 0;
+	if (rc != 0)
+		failf("in-use profile: %s", heapprof_strerror(rc));
+	heapprof__pprof_dec_free(&d);
+	free(b.p);
+	return rc;
+}
+
 static char tmpdir[3000];
 
 static void *
@@ -443,144 +484,6 @@ dumper(void *arg)
 	heapprof__baseline_free(&base);
 	free(b.p);
 	return NULL;
-}
-
-/* ------------------------------------------------------------------ http */
-
-/* One GET of the endpoint; the body must follow a 200 status line. */
-static void
-http_get(int port, const char *path)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	struct timeval tv = {120, 0};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		failf("http connect: %s", strerror(errno));
-		close(fd);
-		return;
-	}
-	char req[300];
-	int n = snprintf(req, sizeof(req),
-	                 "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
-	                 "Connection: close\r\n\r\n", path, port);
-	if (write(fd, req, (size_t)n) != n)
-		failf("http write: %s", strerror(errno));
-	char resp[65536];
-	size_t got = 0, total = 0;
-	char rest[16384];
-	for (;;) {
-		/* the head in resp, the rest of the body counted only */
-		int full = got == sizeof(resp) - 1;
-		ssize_t r = full ? read(fd, rest, sizeof(rest))
-		                 : read(fd, resp + got, sizeof(resp) - 1 - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			if (r < 0)
-				failf("http read %s: %s", path, strerror(errno));
-			break;
-		}
-		total += (size_t)r;
-		if (!full)
-			got += (size_t)r;
-	}
-	resp[got] = 0;
-	if (strncmp(resp, "HTTP/1.1 200", 12) != 0 || !strstr(resp, "\r\n\r\n") ||
-	    total <= (size_t)(strstr(resp, "\r\n\r\n") - resp) + 4)
-		failf("GET %s: '%.40s' (%zu bytes)", path, resp, total);
-	close(fd);
-}
-
-static void *
-http_client(void *arg)
-{
-	int port = (int)(intptr_t)arg;
-	static const char *const paths[] = {
-		"/debug/pprof/heap", "/debug/pprof/allocs?debug=1",
-		"/debug/pprof/heap?seconds=1", "/debug/pprof/allocs",
-	};
-	for (unsigned i = 0; !atomic_load(&stop); i++)
-		http_get(port, paths[i % 4]);
-	return NULL;
-}
-
-/* ------------------------------------------------------------------ push */
-
-static _Atomic int pushes; /* POSTs received with a body */
-
-/* Reads one request (head and Content-Length bytes of body), answers 200. */
-static void
-push_serve(int c)
-{
-	struct timeval tv = {60, 0};
-	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	static char req[1 << 22]; /* this thread only */
-	size_t got = 0, want = SIZE_MAX;
-	while (got < want && got < sizeof(req) - 1) {
-		ssize_t r = read(c, req + got, sizeof(req) - 1 - got);
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-		req[got] = 0;
-		char *end = strstr(req, "\r\n\r\n");
-		char *cl = strstr(req, "Content-Length: ");
-		if (end && cl && want == SIZE_MAX)
-			want = (size_t)(end - req) + 4 + strtoull(cl + 16, NULL, 10);
-	}
-	if (got == want && !strncmp(req, "POST ", 5)) {
-		atomic_fetch_add(&pushes, 1);
-		static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n"
-		                         "Connection: close\r\n\r\n";
-		ssize_t w = write(c, ok, sizeof(ok) - 1);
-		(void)w;
-	} else {
-		failf("push: a request of %zu bytes, %zu expected", got, want);
-	}
-	close(c);
-}
-
-static void *
-push_server(void *arg)
-{
-	int lfd = (int)(intptr_t)arg;
-	while (!atomic_load(&stop_push)) {
-		struct pollfd p = {lfd, POLLIN, 0};
-		if (poll(&p, 1, 100) == 1) {
-			int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-			if (c >= 0)
-				push_serve(c);
-		}
-	}
-	/* lfd stays open: a push after this waits in the backlog, not
-	 * refused (which would warn). */
-	return NULL;
-}
-
-/* SAN_PUSH=1: listen on a free port, then run again with HEAPPROF_PUSH
- * pointing there (the profiler reads it in its constructor). */
-static void
-reexec_for_push(char **argv)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	socklen_t al = sizeof(a);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-	    listen(fd, 16) != 0 || getsockname(fd, (struct sockaddr *)&a, &al) != 0) {
-		fprintf(stderr, "driver: cannot listen: %s\n", strerror(errno));
-		exit(2);
-	}
-	char v[64];
-	snprintf(v, sizeof(v), "http://127.0.0.1:%d", ntohs(a.sin_port));
-	setenv("HEAPPROF_PUSH", v, 1);
-	setenv("HEAPPROF_PUSH_INTERVAL", "1", 1);
-	snprintf(v, sizeof(v), "%d", fd);
-	setenv("SAN_PUSH_FD", v, 1);
-	execv("/proc/self/exe", argv);
-	fprintf(stderr, "driver: cannot re-execute: %s\n", strerror(errno));
-	exit(2);
 }
 
 /* ------------------------------------------------------------------ fork */
@@ -770,6 +673,9 @@ main(int argc, char **argv)
 		      "holds %lld, %lld (%" PRIu64 " samples dropped)",
 		      objs, bytes, want_o, want_b,
 		      (uint64_t)atomic_load(&heapprof__dropped_samples));
+	if (pprof_inuse(&objs, &bytes) == 0 && (objs != want_o || bytes != want_b))
+		failf("at rate 1, pprof: %lld objects, %lld bytes in use; the "
+		      "driver holds %lld, %lld", objs, bytes, want_o, want_b);
 	for (int i = 0; i < nt; i++)
 		for (int j = 0; j < PER; j++)
 			if (kept[i][j].p)
