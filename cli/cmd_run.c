@@ -1,8 +1,9 @@
 /*
  * cmd_run.c: `heapprof run`: runs a command with libheapprof.so preloaded
  * (HEAPPROF_LIBRARY, else found beside the heapprof binary, in ../lib or
- * in ../lib/heapprof, so an installed tree works wherever it is), its options passed through the
- * HEAPPROF_* environment, so children are profiled too, one file per pid.
+ * in ../lib/heapprof, so an installed tree works wherever it is), its
+ * options passed through the HEAPPROF_* environment, so children are
+ * profiled too, one file per pid.
  * The command replaces this process (exec), so its exit status, signals
  * and pid are exactly its own.
  */

@@ -129,7 +129,7 @@ read_gperftools_env(hp_config *c)
 	static const char suffix[] = ".%P.%N.heap";
 	if (*v || n + sizeof(suffix) > sizeof(t)) {
 		warn_env("HEAPPROFILE", secure_getenv("HEAPPROFILE"), "is too long",
-		         "HEAPPROF_OUT");
+		         "HEAPPROF_OUT or its default");
 		return;
 	}
 	memcpy(t + n, suffix, sizeof(suffix));
