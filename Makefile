@@ -146,6 +146,10 @@ $(B)/bench/bench_symbolize: bench/bench_symbolize.c $(TOOL_OBJ)
 $(B)/bench/bench_delta: bench/bench_delta.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -Isrc/common -Isrc/format -o $@ $^ -lz -lm
+# bench_unwind links the capture's unwinders (stack.o, unwind.o).
+$(B)/bench/bench_unwind: bench/bench_unwind.c $(B)/obj/src/collect/stack.o $(B)/obj/src/collect/unwind.o
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -fno-omit-frame-pointer -Iinclude -Isrc/common -Isrc/collect -o $@ $^ -ldl -lpthread
 $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -o $@ $< -lpthread -ldl -lm

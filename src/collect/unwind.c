@@ -74,8 +74,9 @@ enum {
 
 /* The cache: direct-mapped, 8192 words of 64 bits (64 KiB of bss, touched
  * only where used). A word is (key >> CBITS) << RULE_BITS | rule, where
- * key is the looked-up address; the slot index is a hash whose low bits
- * the stored high bits give back, so word and slot together name one key.
+ * key is the looked-up address; the slot index is the key's low bits xor
+ * the next ones, which the stored high bits give back, so word and slot
+ * together name one key (an empty word, tag 0, names none).
  * Any thread writes a slot with one relaxed atomic store, and reads it
  * with one relaxed atomic load: a word is a whole entry, so a reader sees
  * an old entry, a new one, or empty, never a mix. Addresses above 2^49
@@ -87,7 +88,7 @@ static _Atomic uint64_t cache[CSIZE];
 HP_INLINE uint32_t
 cache_slot(uintptr_t key)
 {
-	return (uint32_t)((key ^ (key >> (CBITS + 4)) ^ (key >> 29)) & (CSIZE - 1));
+	return (uint32_t)((key ^ (key >> CBITS)) & (CSIZE - 1));
 }
 
 /* ------------------------------------------------------------- CFI parsing */
@@ -468,14 +469,9 @@ resolve(uintptr_t q, int exact)
 	return RULE(row.cfa_reg == DW_RSP ? R_RSP : R_RBP, row.cfa_off / 8, slot);
 }
 
-HP_INLINE uint32_t
-lookup(uintptr_t q, int exact)
+static HP_NOINLINE uint32_t
+lookup_slow(uintptr_t q, int exact, uint32_t i, uint64_t tag)
 {
-	uint32_t i = cache_slot(q);
-	uint64_t tag = (uint64_t)q >> CBITS;
-	uint64_t w = atomic_load_explicit(&cache[i], memory_order_relaxed);
-	if (HP_LIKELY(w >> RULE_BITS == tag && w))
-		return (uint32_t)w & ((1u << RULE_BITS) - 1);
 	uint32_t r = resolve(q, exact);
 	if (tag < (1ull << (64 - RULE_BITS)))
 		atomic_store_explicit(&cache[i], tag << RULE_BITS | r,
@@ -483,14 +479,25 @@ lookup(uintptr_t q, int exact)
 	return r;
 }
 
+HP_INLINE uint32_t
+lookup(uintptr_t q, int exact)
+{
+	uint32_t i = cache_slot(q);
+	uint64_t tag = (uint64_t)q >> CBITS;
+	uint64_t w = atomic_load_explicit(&cache[i], memory_order_relaxed);
+	if (HP_LIKELY(w >> RULE_BITS == tag)) /* tag >= 1: keys are >= 4096 */
+		return (uint32_t)w & ((1u << RULE_BITS) - 1);
+	return lookup_slow(q, exact, i, tag);
+}
+
 /* ------------------------------------------------------------ the walk */
 
-/* Where reads may go: [tlo, thi) on the thread's stack, and [vlo, vhi),
- * pages validated with mincore in this capture. */
-typedef struct mem {
-	uintptr_t tlo, thi, vlo, vhi;
+/* Pages validated with mincore in this capture (stacks other than the
+ * thread's own), and how many checks were made. */
+typedef struct vwin {
+	uintptr_t lo, hi;
 	int checks;
-} mem;
+} vwin;
 
 #define PAGE 4096u
 #define MAX_CHECKS 16
@@ -507,119 +514,152 @@ sys_mincore(uintptr_t addr, size_t len, unsigned char *vec)
 	return ret;
 }
 
+/* Reads the word at `a`, off the thread's stack: from pages mincore
+ * reports mapped and resident (a stack page in use was written; a guard
+ * page, PROT_NONE and never touched, is not resident). */
 static HP_NOINLINE bool
-validate(mem *m, uintptr_t a)
+load_slow(vwin *v, uintptr_t a, uintptr_t *out)
 {
-	uintptr_t p0 = a & ~(uintptr_t)(PAGE - 1);
-	uintptr_t p1 = (a + 7) & ~(uintptr_t)(PAGE - 1);
-	if (a + 8 < a || m->checks >= MAX_CHECKS)
-		return false;
-	m->checks++;
-	unsigned char vec[2] = {0, 0};
-	size_t len = p1 + PAGE - p0;
-	long rc = sys_mincore(p0, len, vec);
-	/* Mapped and resident: a stack page in use was written. A guard
-	 * page (PROT_NONE, never touched) is not resident. */
-	if (rc != 0 || !(vec[0] & 1) || (len > PAGE && !(vec[1] & 1)))
-		return false;
-	if (m->vhi == p0)
-		m->vhi = p0 + len;
-	else if (m->vlo == p0 + len)
-		m->vlo = p0;
-	else {
-		m->vlo = p0;
-		m->vhi = p0 + len;
-	}
-	return true;
-}
-
-HP_INLINE bool
-load(mem *m, uintptr_t a, uintptr_t *out)
-{
-	if (HP_LIKELY((a - m->tlo < m->thi - m->tlo && m->thi - a >= 8) ||
-	              (a - m->vlo < m->vhi - m->vlo && m->vhi - a >= 8) ||
-	              validate(m, a))) {
+	if (a - v->lo < v->hi - v->lo && v->hi - a >= 8) {
 		*out = *(const uintptr_t *)a;
 		return true;
 	}
-	return false;
+	uintptr_t p0 = a & ~(uintptr_t)(PAGE - 1);
+	uintptr_t p1 = (a + 7) & ~(uintptr_t)(PAGE - 1);
+	if (a + 8 < a || a < PAGE || v->checks >= MAX_CHECKS)
+		return false;
+	v->checks++;
+	unsigned char vec[2] = {0, 0};
+	size_t len = p1 + PAGE - p0;
+	if (sys_mincore(p0, len, vec) != 0 || !(vec[0] & 1) ||
+	    (len > PAGE && !(vec[1] & 1)))
+		return false;
+	if (v->hi == p0)
+		v->hi = p0 + len;
+	else if (v->lo == p0 + len)
+		v->lo = p0;
+	else {
+		v->lo = p0;
+		v->hi = p0 + len;
+	}
+	*out = *(const uintptr_t *)a;
+	return true;
 }
 
-/* The thread stack's part known mapped starts at the lowest stack
- * pointer seen on it. */
-static void
-lower_floor(mem *m, uintptr_t sp, uintptr_t lo, uintptr_t hi)
+/* The walk's state: registers, and the part of the thread's stack known
+ * mapped, [tlo, tlo + tspan + 8): from the lowest stack pointer seen on
+ * it (tspan = 0 and tlo = ~0: none yet). */
+typedef struct walk {
+	uintptr_t pc, sp, bp;
+	uintptr_t tlo, tspan;
+	uintptr_t stack_lo, stack_hi;
+	int exact; /* pc is exact (signal-interrupted), not a return address */
+	vwin v;
+} walk;
+
+HP_INLINE bool
+wload(walk *w, uintptr_t a, uintptr_t *out)
 {
-	if (sp >= lo && sp < hi) {
-		if (!m->thi) {
-			m->tlo = sp;
-			m->thi = hi;
-		} else if (sp < m->tlo)
-			m->tlo = sp;
+	if (HP_LIKELY(a - w->tlo <= w->tspan)) {
+		*out = *(const uintptr_t *)a;
+		return true;
 	}
+	return load_slow(&w->v, a, out);
+}
+
+static void
+lower_floor(walk *w)
+{
+	uintptr_t sp = w->sp;
+	if (sp - w->stack_lo < w->stack_hi - w->stack_lo &&
+	    w->stack_hi - sp >= 8 && (w->tspan == 0 || sp < w->tlo)) {
+		w->tlo = sp;
+		w->tspan = w->stack_hi - 8 - sp;
+	}
+}
+
+/* One frame up. false: the walk ends here. */
+HP_INLINE bool
+step(walk *w)
+{
+	uintptr_t q = w->pc - 1 + (uintptr_t)w->exact;
+	uint32_t r = lookup(q, w->exact);
+	uint32_t kind = RULE_KIND(r);
+	uintptr_t cfa, ra, nbp = w->bp;
+	if (HP_LIKELY(kind - R_RSP <= R_RBP - R_RSP)) {
+		cfa = (kind == R_RSP ? w->sp : w->bp) + (r & 0xfff8u);
+		if (HP_UNLIKELY(cfa <= w->sp) || !wload(w, cfa - 8, &ra))
+			return false;
+		uintptr_t slot8 = (r >> 13) & 0x1f8u; /* slot * 8 */
+		if (slot8 && !wload(w, cfa - slot8, &nbp))
+			return false;
+	} else if (kind == R_FP) {
+		if ((w->bp & 7) || w->bp <= w->sp || !wload(w, w->bp, &nbp))
+			return false;
+		cfa = w->bp + 16;
+		if (!wload(w, cfa - 8, &ra))
+			return false;
+	} else if (kind == R_SIGRET) {
+		uintptr_t sp = w->sp, nsp;
+		if (!wload(w, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), &ra) ||
+		    !wload(w, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), &nsp) ||
+		    !wload(w, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), &nbp) ||
+		    ra < PAGE)
+			return false;
+		w->pc = ra;
+		w->sp = nsp;
+		w->bp = nbp;
+		w->exact = 1;
+		lower_floor(w);
+		return true;
+	} else
+		return false;
+	if (HP_UNLIKELY(ra < PAGE))
+		return false;
+	w->pc = ra;
+	w->sp = cfa;
+	w->bp = nbp;
+	w->exact = 0;
+	return true;
 }
 
 HP_NOINLINE int
 heapprof__unwind_dwarf(uint64_t *out, int max, uintptr_t skip_to,
                        uintptr_t stack_lo, uintptr_t stack_hi)
 {
-	uintptr_t pc, sp, bp;
+	walk w0;
 	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-	                 : "=r"(pc), "=r"(sp), "=r"(bp));
-	mem m = {0, 0, 0, 0, 0};
-	lower_floor(&m, sp, stack_lo, stack_hi);
-	/* This function's own frame is not recorded. Frames before the one
-	 * returning to skip_to (the profiler's) are overwritten once it is
-	 * found; the walk goes on past `max` only while looking for it. */
-	int exact = 1, n = 0, seen = 0, found = skip_to == 0;
-	for (int first = 1; max > 0; first = 0) {
-		if (!first) {
-			if (!found && !exact && pc == skip_to && seen < 16) {
-				found = 1;
-				n = 0;
-			}
-			if (n < max)
-				out[n++] = (uint64_t)(pc + exact - 1);
-			seen++;
-			if (n == max && (found || seen >= 16))
+	                 : "=r"(w0.pc), "=r"(w0.sp), "=r"(w0.bp));
+	w0.exact = 1;
+	w0.tlo = ~(uintptr_t)0;
+	w0.tspan = 0;
+	w0.stack_lo = stack_lo;
+	w0.stack_hi = stack_hi;
+	w0.v.lo = w0.v.hi = 0;
+	w0.v.checks = 0;
+	lower_floor(&w0);
+	/* This function's own frame is not recorded. The profiler's frames,
+	 * before the one that returns to skip_to, are walked over if it is
+	 * among the first 16; if it is not, the walk starts again and keeps
+	 * them. */
+	walk w = w0;
+	if (max <= 0 || !step(&w))
+		return 0;
+	if (skip_to) {
+		int seen = 0;
+		while (w.exact || w.pc != skip_to) {
+			if (++seen == 16 || !step(&w)) {
+				w = w0;
+				if (!step(&w))
+					return 0;
 				break;
+			}
 		}
-		uintptr_t q = exact ? pc : pc - 1;
-		uint32_t r = lookup(q, exact);
-		uintptr_t cfa, ra, nbp = bp;
-		switch (RULE_KIND(r)) {
-		case R_RSP: cfa = sp + RULE_OFF(r); break;
-		case R_RBP: cfa = bp + RULE_OFF(r); break;
-		case R_FP:
-			if ((bp & 7) || bp <= sp || !load(&m, bp, &nbp))
-				return n;
-			cfa = bp + 16;
-			break;
-		case R_SIGRET: {
-			uintptr_t nsp;
-			if (!load(&m, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), &ra) ||
-			    !load(&m, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), &nsp) ||
-			    !load(&m, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), &nbp) ||
-			    ra < PAGE)
-				return n;
-			pc = ra;
-			sp = nsp;
-			bp = nbp;
-			exact = 1;
-			lower_floor(&m, sp, stack_lo, stack_hi);
-			continue;
-		}
-		default:
-			return n;
-		}
-		if (cfa <= sp || !load(&m, cfa - 8, &ra) || ra < PAGE)
-			return n;
-		if (RULE_SLOT(r) && !load(&m, cfa - 8 * RULE_SLOT(r), &nbp))
-			return n;
-		pc = ra;
-		sp = cfa;
-		bp = nbp;
-		exact = 0;
 	}
-	return n;
+	int n = 0;
+	for (;;) {
+		out[n++] = (uint64_t)(w.pc - 1 + (uintptr_t)w.exact);
+		if (n == max || !step(&w))
+			return n;
+	}
 }
