@@ -164,8 +164,9 @@ $(B)/examples/leaky: examples/leaky.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-inline -o $@ $< -lpthread
 
 # Debian packages: what building needs, and what the tests need on top.
-DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libunwind8 libdw-dev
-DEBS_TEST  := golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
+DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libdw-dev
+# libunwind8: only the HEAPPROF_UNWIND=libunwind opt-in, compared in tests.
+DEBS_TEST  := libunwind8 golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
 	python3 sqlite3 procps chromium libjemalloc-dev
 deps:
 	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh

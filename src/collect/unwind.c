@@ -521,7 +521,7 @@ static HP_NOINLINE bool
 load_slow(vwin *v, uintptr_t a, uintptr_t *out)
 {
 	if (a - v->lo < v->hi - v->lo && v->hi - a >= 8) {
-		*out = *(const uintptr_t *)a;
+		memcpy(out, (const void *)a, sizeof(*out));
 		return true;
 	}
 	uintptr_t p0 = a & ~(uintptr_t)(PAGE - 1);
@@ -542,7 +542,7 @@ load_slow(vwin *v, uintptr_t a, uintptr_t *out)
 		v->lo = p0;
 		v->hi = p0 + len;
 	}
-	*out = *(const uintptr_t *)a;
+	memcpy(out, (const void *)a, sizeof(*out));
 	return true;
 }
 
@@ -561,7 +561,7 @@ HP_INLINE bool
 wload(walk *w, uintptr_t a, uintptr_t *out)
 {
 	if (HP_LIKELY(a - w->tlo <= w->tspan)) {
-		*out = *(const uintptr_t *)a;
+		memcpy(out, (const void *)a, sizeof(*out)); /* may be unaligned */
 		return true;
 	}
 	return load_slow(&w->v, a, out);
