@@ -554,17 +554,18 @@ typedef struct walk {
 	uintptr_t tlo, tspan;
 	uintptr_t stack_lo, stack_hi;
 	int exact; /* pc is exact (signal-interrupted), not a return address */
-	vwin v;
 } walk;
 
+/* The validated pages live apart from the walk, whose address then never
+ * escapes: its fields stay in registers. */
 HP_INLINE bool
-wload(walk *w, uintptr_t a, uintptr_t *out)
+wload(const walk *w, vwin *v, uintptr_t a, uintptr_t *out)
 {
 	if (HP_LIKELY(a - w->tlo <= w->tspan)) {
 		memcpy(out, (const void *)a, sizeof(*out)); /* may be unaligned */
 		return true;
 	}
-	return load_slow(&w->v, a, out);
+	return load_slow(v, a, out);
 }
 
 static void
@@ -580,7 +581,7 @@ lower_floor(walk *w)
 
 /* One frame up. false: the walk ends here. */
 HP_INLINE bool
-step(walk *w)
+step(walk *w, vwin *v)
 {
 	uintptr_t q = w->pc - 1 + (uintptr_t)w->exact;
 	uint32_t r = lookup(q, w->exact);
@@ -588,22 +589,22 @@ step(walk *w)
 	uintptr_t cfa, ra, nbp = w->bp;
 	if (HP_LIKELY(kind - R_RSP <= R_RBP - R_RSP)) {
 		cfa = (kind == R_RSP ? w->sp : w->bp) + (r & 0xfff8u);
-		if (HP_UNLIKELY(cfa <= w->sp) || !wload(w, cfa - 8, &ra))
+		if (HP_UNLIKELY(cfa <= w->sp) || !wload(w, v, cfa - 8, &ra))
 			return false;
 		uintptr_t slot8 = (r >> 13) & 0x1f8u; /* slot * 8 */
-		if (slot8 && !wload(w, cfa - slot8, &nbp))
+		if (slot8 && !wload(w, v, cfa - slot8, &nbp))
 			return false;
 	} else if (kind == R_FP) {
-		if ((w->bp & 7) || w->bp <= w->sp || !wload(w, w->bp, &nbp))
+		if ((w->bp & 7) || w->bp <= w->sp || !wload(w, v, w->bp, &nbp))
 			return false;
 		cfa = w->bp + 16;
-		if (!wload(w, cfa - 8, &ra))
+		if (!wload(w, v, cfa - 8, &ra))
 			return false;
 	} else if (kind == R_SIGRET) {
 		uintptr_t sp = w->sp, nsp;
-		if (!wload(w, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), &ra) ||
-		    !wload(w, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), &nsp) ||
-		    !wload(w, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), &nbp) ||
+		if (!wload(w, v, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]), &ra) ||
+		    !wload(w, v, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP]), &nsp) ||
+		    !wload(w, v, sp + offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP]), &nbp) ||
 		    ra < PAGE)
 			return false;
 		w->pc = ra;
@@ -635,22 +636,21 @@ heapprof__unwind_dwarf(uint64_t *out, int max, uintptr_t skip_to,
 	w0.tspan = 0;
 	w0.stack_lo = stack_lo;
 	w0.stack_hi = stack_hi;
-	w0.v.lo = w0.v.hi = 0;
-	w0.v.checks = 0;
+	vwin v = {0, 0, 0};
 	lower_floor(&w0);
 	/* This function's own frame is not recorded. The profiler's frames,
 	 * before the one that returns to skip_to, are walked over if it is
 	 * among the first 16; if it is not, the walk starts again and keeps
 	 * them. */
 	walk w = w0;
-	if (max <= 0 || !step(&w))
+	if (max <= 0 || !step(&w, &v))
 		return 0;
 	if (skip_to) {
 		int seen = 0;
 		while (w.exact || w.pc != skip_to) {
-			if (++seen == 16 || !step(&w)) {
+			if (++seen == 16 || !step(&w, &v)) {
 				w = w0;
-				if (!step(&w))
+				if (!step(&w, &v))
 					return 0;
 				break;
 			}
@@ -659,7 +659,7 @@ heapprof__unwind_dwarf(uint64_t *out, int max, uintptr_t skip_to,
 	int n = 0;
 	for (;;) {
 		out[n++] = (uint64_t)(w.pc - 1 + (uintptr_t)w.exact);
-		if (n == max || !step(&w))
+		if (n == max || !step(&w, &v))
 			return n;
 	}
 }
