@@ -167,6 +167,26 @@ for prog in "$U chain 300" "$UXX 300"; do
 	fi
 done
 
+# A large real program (CPython: -O2, LTO, no frame pointers), every
+# allocation: the same set of distinct stacks from both unwinders.
+if command -v python3 >/dev/null 2>&1 && [ -s "$TMPD/lu.txt" ]; then
+	for u in dwarf libunwind; do
+		run_t rel.unwind.same_as_libunwind.python3 120 env PYTHONHASHSEED=0 \
+			HEAPPROF_UNWIND=$u HEAPPROF_RATE=1 HEAPPROF_OUT="$TMPD/py.$u.pb.gz" \
+			LD_PRELOAD="$LIB" python3 -c 'import json; print(len(json.dumps({"a": list(range(1000))})))' >/dev/null 2>&1
+		"$HEAPPROF" collapse --sample-index alloc_objects "$TMPD/py.$u.pb.gz" 2>&1 |
+			sed 's/ [-0-9]*$//' | sort -u >"$TMPD/py.$u.txt"
+	done
+	nd=$(wc -l <"$TMPD/py.dwarf.txt")
+	if [ "$nd" -gt 100 ] && cmp -s "$TMPD/py.dwarf.txt" "$TMPD/py.libunwind.txt"; then
+		pass rel.unwind.same_as_libunwind.python3
+	else
+		fail rel.unwind.same_as_libunwind.python3 "$nd stacks; $(diff "$TMPD/py.libunwind.txt" "$TMPD/py.dwarf.txt" | head -3 | cut -c1-300 | tr '\n' ' ')"
+	fi
+else
+	skip rel.unwind.same_as_libunwind.python3 "python3 or libunwind not installed"
+fi
+
 # --- signal handlers -----------------------------------------------------------
 for r in 1 524288; do
 	n=rel.unwind.signal.rate$r
