@@ -13,7 +13,8 @@
 #     crash, stacks recorded through the coroutine function, and the
 #     profiler's stack high-water mark within 1 KiB of glibc's own.
 #   chain: a known call chain (and a C++ one) shows in the profile, as
-#     libunwind gave it, and frame pointers alone cannot walk it.
+#     libunwind gave it, and frame pointers alone cannot walk it; a frame
+#     without CFI (assembly) is crossed with its frame pointer.
 #   signal: sampled mallocs in signal handlers (raise, an interval timer,
 #     an 8 KiB sigaltstack): no crash, stacks continue through the
 #     signal frame into the interrupted code.
@@ -129,6 +130,13 @@ if grep -q '^_start;__libc_start_main[^;]*;__libc_start_call_main;main;unw_chain
 	pass rel.unwind.chain.c
 else
 	fail rel.unwind.chain.c "no full chain in: $(head -c 400 "$TMPD/chain.txt")"
+fi
+# A frame without CFI (assembly, as JIT code) is stepped over with its
+# frame pointer, and the walk goes on into main.
+if grep -q '^_start;__libc_start_main[^;]*;__libc_start_call_main;main;unw_nocfi;unw_chain_leaf [0-9]' "$TMPD/chain.txt"; then
+	pass rel.unwind.chain.nocfi
+else
+	fail rel.unwind.chain.nocfi "no main;unw_nocfi;unw_chain_leaf stack in: $(grep nocfi "$TMPD/chain.txt" | head -c 300)"
 fi
 run_t rel.unwind.chain.cxx 120 env HEAPPROF_RATE=1 HEAPPROF_OUT="$TMPD/cxx.pb.gz" \
 	LD_PRELOAD="$LIB" "$UXX" 300 >"$TMPD/cxx.out" 2>"$TMPD/cxx.err"
