@@ -30,7 +30,9 @@
  * coroutines, sigaltstack), validated per capture, at most a few
  * syscalls. CFI tables are those of loaded objects, read in place, with
  * every length bounded. No fd, no lock, no allocation, no syscall on the
- * common path, under 300 bytes of stack: usable from a signal handler.
+ * common path, no call through a lazily bound PLT slot; stack use about
+ * 300 bytes on a cache hit, under 1 KiB on a miss (gcc -fstack-usage):
+ * usable from a signal handler and on small coroutine stacks.
  *
  * Shared state: `cache` (below) only. A stale rule (an object unloaded and
  * another mapped at the same address) can give a wrong frame, never an
@@ -255,11 +257,27 @@ parse_cie(const uint8_t *cie, cie_info *c)
 /* The rule of one register we track. */
 enum { H_SAME = 0, H_OFF, H_UNDEF, H_BAD };
 typedef struct cfi_row {
-	int64_t cfa_off;
-	int64_t bp_off, ra_off;
+	int32_t cfa_off; /* saturated: out-of-range values fail the checks */
+	int32_t bp_off, ra_off;
 	uint8_t cfa_reg;  /* DWARF number; 0xff: an expression */
 	uint8_t bp_how, ra_how;
 } cfi_row;
+
+/* a * b, saturated to int32 (no overflow on hostile CFI). */
+static int32_t
+off32(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_mul_overflow(a, b, &r) || r > INT32_MAX)
+		return INT32_MAX;
+	return r < -INT32_MAX ? -INT32_MAX : (int32_t)r;
+}
+
+static int64_t
+u31(uint64_t u)
+{
+	return u > INT32_MAX ? INT32_MAX : (int64_t)u;
+}
 
 #define DW_RBP 6
 #define DW_RSP 7
@@ -285,7 +303,7 @@ run_cfa(const uint8_t *p, const uint8_t *end, const cie_info *c, uintptr_t loc,
 		case 1: delta = op & 0x3f; goto advance;
 		case 2: reg = op & 0x3f;
 			if (uleb(&p, end, &u)) return -1;
-			how = H_OFF; off = (int64_t)u * c->data_align; goto set;
+			how = H_OFF; off = off32(u31(u), c->data_align); goto set;
 		case 3: reg = op & 0x3f; goto restore;
 		default: break;
 		}
@@ -302,12 +320,12 @@ run_cfa(const uint8_t *p, const uint8_t *end, const cie_info *c, uintptr_t loc,
 			memcpy(&x, p, 4); p += 4; delta = x; goto advance; }
 		case 0x05: case 0x2f: /* offset_extended, GNU negative */
 			if (uleb(&p, end, &reg) || uleb(&p, end, &u)) return -1;
-			how = H_OFF; off = (int64_t)u * c->data_align;
+			how = H_OFF; off = off32(u31(u), c->data_align);
 			if (op == 0x2f) off = -off;
 			goto set;
 		case 0x11: /* offset_extended_sf */
 			if (uleb(&p, end, &reg) || sleb(&p, end, &s)) return -1;
-			how = H_OFF; off = s * c->data_align; goto set;
+			how = H_OFF; off = off32(s, c->data_align); goto set;
 		case 0x06: if (uleb(&p, end, &reg)) return -1; goto restore;
 		case 0x07: if (uleb(&p, end, &reg)) return -1; how = H_UNDEF; goto set;
 		case 0x08: if (uleb(&p, end, &reg)) return -1; how = H_SAME; goto set;
@@ -329,16 +347,16 @@ run_cfa(const uint8_t *p, const uint8_t *end, const cie_info *c, uintptr_t loc,
 			*row = saved[--nsaved]; continue;
 		case 0x0c: if (uleb(&p, end, &reg) || uleb(&p, end, &u)) return -1;
 			row->cfa_reg = reg < 0xff ? (uint8_t)reg : 0xff;
-			row->cfa_off = (int64_t)u; continue;
+			row->cfa_off = off32(u31(u), 1); continue;
 		case 0x12: if (uleb(&p, end, &reg) || sleb(&p, end, &s)) return -1;
 			row->cfa_reg = reg < 0xff ? (uint8_t)reg : 0xff;
-			row->cfa_off = s * c->data_align; continue;
+			row->cfa_off = off32(s, c->data_align); continue;
 		case 0x0d: if (uleb(&p, end, &reg)) return -1;
 			row->cfa_reg = reg < 0xff ? (uint8_t)reg : 0xff; continue;
 		case 0x0e: if (uleb(&p, end, &u)) return -1;
-			row->cfa_off = (int64_t)u; continue;
+			row->cfa_off = off32(u31(u), 1); continue;
 		case 0x13: if (sleb(&p, end, &s)) return -1;
-			row->cfa_off = s * c->data_align; continue;
+			row->cfa_off = off32(s, c->data_align); continue;
 		case 0x0f: /* def_cfa_expression */
 			if (uleb(&p, end, &u) || u > (uint64_t)(end - p)) return -1;
 			p += u; row->cfa_reg = 0xff; continue;
@@ -364,10 +382,10 @@ run_cfa(const uint8_t *p, const uint8_t *end, const cie_info *c, uintptr_t loc,
 	set:
 		if (reg == DW_RBP) {
 			row->bp_how = (uint8_t)how;
-			row->bp_off = off;
+			row->bp_off = (int32_t)off;
 		} else if (reg == DW_RA) {
 			row->ra_how = (uint8_t)how;
-			row->ra_off = off;
+			row->ra_off = (int32_t)off;
 		}
 		continue;
 	}
