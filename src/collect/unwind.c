@@ -66,10 +66,10 @@ enum {
 	R_FP = 4,    /* no CFI: frame-pointer step, if it looks sound */
 	R_SIGRET = 5, /* glibc's __restore_rt: the ucontext is at rsp */
 };
-#define RULE(kind, off8, slot) ((uint32_t)(kind) | (uint32_t)(off8) << 3 | (uint32_t)(slot) << 16)
+#define RULE(kind, off8, slot)                                                 \
+	((uint32_t)(kind) | (uint32_t)(off8) << 3 | (uint32_t)(slot) << 16)
 #define RULE_KIND(r) ((r)&7u)
-#define RULE_OFF(r) ((uintptr_t)(((r) >> 3) & 0x1fffu) * 8)
-#define RULE_SLOT(r) (((r) >> 16) & 0x3fu)
+/* The CFA offset in bytes is r & 0xfff8; rbp's slot * 8 is (r >> 13) & 0x1f8. */
 #define RULE_BITS 28
 #define OFF8_MAX 0x1fff
 #define SLOT_MAX 0x3f
@@ -153,17 +153,23 @@ read_enc(const uint8_t **pp, const uint8_t *end, uint8_t enc, uintptr_t datarel,
 	if (enc & 0x80)
 		return -1;
 	int64_t s;
+	unsigned size = 0;
 	switch (enc & 0x0f) {
-	case 0x00: case 0x04: case 0x0c:
-		if (end - p < 8) return -1;
-		memcpy(&v, p, 8); p += 8; break;
+	case 0x00: case 0x04: case 0x0c: size = 8; break;
+	case 0x02: case 0x0a: size = 2; break;
+	case 0x03: case 0x0b: size = 4; break;
 	case 0x01: if (uleb(&p, end, &v)) return -1; break;
 	case 0x09: if (sleb(&p, end, &s)) return -1; v = (uint64_t)s; break;
-	case 0x02: { uint16_t x; if (end - p < 2) return -1; memcpy(&x, p, 2); p += 2; v = x; break; }
-	case 0x0a: { int16_t x; if (end - p < 2) return -1; memcpy(&x, p, 2); p += 2; v = (uint64_t)(int64_t)x; break; }
-	case 0x03: { uint32_t x; if (end - p < 4) return -1; memcpy(&x, p, 4); p += 4; v = x; break; }
-	case 0x0b: { int32_t x; if (end - p < 4) return -1; memcpy(&x, p, 4); p += 4; v = (uint64_t)(int64_t)x; break; }
 	default: return -1;
+	}
+	if (size) { /* little-endian, sign-extended for the sdata forms */
+		if (end - p < (ptrdiff_t)size)
+			return -1;
+		v = 0;
+		memcpy(&v, p, size);
+		p += size;
+		if ((enc & 0x08) && size < 8 && (v >> (size * 8 - 1)) & 1)
+			v |= ~(uint64_t)0 << (size * 8);
 	}
 	*pp = p;
 	*out = base + (uintptr_t)v;
@@ -239,8 +245,8 @@ parse_cie(const uint8_t *cie, cie_info *c)
 		case 'L': if (p >= aug_end) return -1; p++; break;
 		case 'P':
 			if (p >= aug_end) return -1;
-			uint8_t penc = *p++;
-			if (read_enc(&p, aug_end, penc & 0x7f, 0, &ignored))
+			uint8_t penc = *p++; /* skipped: only its size matters */
+			if (read_enc(&p, aug_end, penc & 0x0f, 0, &ignored))
 				return -1;
 			break;
 		case 'S': c->signal = 1; break;
@@ -448,7 +454,8 @@ resolve(uintptr_t q, int exact)
 		return RULE(R_STOP, 0, 0);
 	p += 4;
 	uintptr_t start, range;
-	if (read_enc(&p, end, c.fde_enc, 0 /* x86_64 has no dlfo_eh_dbase, nor datarel FDEs */, &start) ||
+	/* datarel FDEs do not occur on x86_64 (and it has no dlfo_eh_dbase) */
+	if (read_enc(&p, end, c.fde_enc, 0, &start) ||
 	    read_enc(&p, end, c.fde_enc & 0x0f, 0, &range))
 		return RULE(R_STOP, 0, 0);
 	if (q < start || q - start >= range)
