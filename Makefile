@@ -152,6 +152,10 @@ $(B)/bench/bench_symbolize: bench/bench_symbolize.c $(TOOL_OBJ)
 $(B)/bench/bench_delta: bench/bench_delta.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -Isrc/common -Isrc/format -o $@ $^ -lz -lm
+# bench_unwind links the capture's unwinders (stack.o, unwind.o).
+$(B)/bench/bench_unwind: bench/bench_unwind.c $(B)/obj/src/collect/stack.o $(B)/obj/src/collect/unwind.o
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -fno-omit-frame-pointer -Iinclude -Isrc/common -Isrc/collect -o $@ $^ -ldl -lpthread
 $(B)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -o $@ $< -lpthread -ldl -lm
@@ -166,8 +170,9 @@ $(B)/examples/leaky: examples/leaky.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-inline -o $@ $< -lpthread
 
 # Debian packages: what building needs, and what the tests need on top.
-DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libunwind8 libdw-dev
-DEBS_TEST  := golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
+DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libdw-dev
+# libunwind8: only the HEAPPROF_UNWIND=libunwind opt-in, compared in tests.
+DEBS_TEST  := libunwind8 golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
 	python3 sqlite3 procps chromium libjemalloc-dev groff-base
 deps:
 	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh

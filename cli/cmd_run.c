@@ -36,7 +36,8 @@ usage(FILE *f)
 	        "  -i, --interval SECS   also write a profile every SECS seconds\n"
 	        "  -s, --signal SIG      also write a profile when SIG arrives (e.g. USR2)\n"
 	        "      --text            legacy text format instead of pprof\n"
-	        "      --unwind fp       frame-pointer unwinder instead of libunwind\n"
+	        "      --unwind MODE     dwarf (default: call-frame information),\n"
+	        "                        fp (frame pointers) or libunwind (opt-in)\n"
 	        "      --depth N         frames per stack, 1..64 (default 64)\n"
 	        "      --no-exit-dump    no profile at exit\n"
 	        "      --mode delta      periodic files hold each interval's allocations\n"
@@ -169,8 +170,9 @@ cli_run(int argc, char **argv)
 				return 2;
 			break;
 		case 'u':
-			if (strcmp(optarg, "fp") && strcmp(optarg, "libunwind")) {
-				cli_err("run: --unwind '%s': expected fp or libunwind",
+			if (strcmp(optarg, "dwarf") && strcmp(optarg, "fp") &&
+			    strcmp(optarg, "libunwind")) {
+				cli_err("run: --unwind '%s': expected dwarf, fp or libunwind",
 				        optarg);
 				return 2;
 			}

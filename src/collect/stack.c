@@ -58,7 +58,9 @@ heapprof__stack_unwinder(void)
 	return "dwarf";
 }
 
-static void
+/* Out of line: its pthread_attr_t is on the stack only on a thread's
+ * first capture. */
+static HP_NOINLINE void
 stack_bounds(hp_tls *t)
 {
 	pthread_attr_t a;

@@ -1,8 +1,9 @@
 #!/bin/sh
 # C++: operator new/delete (scalar, array, nothrow, aligned) reach the
 # profiler through libstdc++'s calls to malloc and free, and are counted
-# exactly at rate 1, with stacks that start at the caller of new; C++ exceptions still unwind (libunwind is loaded
-# RTLD_LOCAL, so it does not replace libgcc's _Unwind_* in the process).
+# exactly at rate 1, with stacks that start at the caller of new; C++
+# exceptions still unwind (the profiler's unwinder defines no _Unwind_*
+# symbol; the libunwind opt-in is loaded RTLD_LOCAL).
 . "$(dirname "$0")/lib.sh"
 need_lib capture_cxx
 need_go capture_cxx

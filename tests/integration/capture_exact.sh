@@ -1,8 +1,8 @@
 #!/bin/sh
 # At rate 1 every allocation is recorded: each site's four values must equal
 # the truth the program counted, exactly, through every member of the malloc
-# family; preloaded with libunwind, with the frame-pointer unwinder, and
-# linked in statically (libheapprof.a).
+# family; preloaded with each unwinder (dwarf, the default; libunwind, the
+# opt-in; frame pointers), and linked in statically (libheapprof.a).
 . "$(dirname "$0")/lib.sh"
 need_lib capture_exact
 need_go capture_exact
@@ -20,6 +20,7 @@ run_case() { # name, env..., -- program
 	$PROFSUM check "$name" "$TMPD/$name.exp" 0 "$TMPD/$name.pb.gz" || FAILED=1
 }
 
+run_case dwarf HEAPPROF_UNWIND=dwarf
 run_case libunwind HEAPPROF_UNWIND=libunwind
 run_case fp HEAPPROF_UNWIND=fp
 

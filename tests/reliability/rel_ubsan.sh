@@ -29,7 +29,7 @@ if ! build "$TMPD/pattern" "$REPO/tests/integration/prog_pattern.c"; then
 	exit 1
 fi
 pass rel.ubsan.build
-for unwind in libunwind fp; do
+for unwind in dwarf libunwind fp; do
 	if timeout 300 env HEAPPROF_RATE=1 HEAPPROF_UNWIND=$unwind HEAPPROF_OUT="$TMPD/p.$unwind.pb.gz" \
 		UBSAN_OPTIONS=print_stacktrace=1 "$TMPD/pattern" >"$TMPD/p.$unwind.exp" 2>"$TMPD/p.err"; then
 		pass "rel.ubsan.pattern.$unwind.clean"

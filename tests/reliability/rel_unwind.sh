@@ -13,7 +13,8 @@
 #     crash, stacks recorded through the coroutine function, and the
 #     profiler's stack high-water mark within 1 KiB of glibc's own.
 #   chain: a known call chain (and a C++ one) shows in the profile, as
-#     libunwind gave it, and frame pointers alone cannot walk it.
+#     libunwind gave it, and frame pointers alone cannot walk it; a frame
+#     without CFI (assembly) is crossed with its frame pointer.
 #   signal: sampled mallocs in signal handlers (raise, an interval timer,
 #     an 8 KiB sigaltstack): no crash, stacks continue through the
 #     signal frame into the interrupted code.
@@ -130,6 +131,13 @@ if grep -q '^_start;__libc_start_main[^;]*;__libc_start_call_main;main;unw_chain
 else
 	fail rel.unwind.chain.c "no full chain in: $(head -c 400 "$TMPD/chain.txt")"
 fi
+# A frame without CFI (assembly, as JIT code) is stepped over with its
+# frame pointer, and the walk goes on into main.
+if grep -q '^_start;__libc_start_main[^;]*;__libc_start_call_main;main;unw_nocfi;unw_chain_leaf [0-9]' "$TMPD/chain.txt"; then
+	pass rel.unwind.chain.nocfi
+else
+	fail rel.unwind.chain.nocfi "no main;unw_nocfi;unw_chain_leaf stack in: $(grep nocfi "$TMPD/chain.txt" | head -c 300)"
+fi
 run_t rel.unwind.chain.cxx 120 env HEAPPROF_RATE=1 HEAPPROF_OUT="$TMPD/cxx.pb.gz" \
 	LD_PRELOAD="$LIB" "$UXX" 300 >"$TMPD/cxx.out" 2>"$TMPD/cxx.err"
 "$HEAPPROF" collapse "$TMPD/cxx.pb.gz" >"$TMPD/cxx.txt" 2>&1
@@ -166,6 +174,26 @@ for prog in "$U chain 300" "$UXX 300"; do
 		fail $name "$(diff "$TMPD/lu.txt" "$TMPD/dw.txt" | head -4 | cut -c1-200 | tr '\n' ' ')"
 	fi
 done
+
+# A large real program (CPython: -O2, LTO, no frame pointers), every
+# allocation: the same set of distinct stacks from both unwinders.
+if command -v python3 >/dev/null 2>&1 && [ -s "$TMPD/lu.txt" ]; then
+	for u in dwarf libunwind; do
+		run_t rel.unwind.same_as_libunwind.python3 120 env PYTHONHASHSEED=0 \
+			HEAPPROF_UNWIND=$u HEAPPROF_RATE=1 HEAPPROF_OUT="$TMPD/py.$u.pb.gz" \
+			LD_PRELOAD="$LIB" python3 -c 'import json; print(len(json.dumps({"a": list(range(1000))})))' >/dev/null 2>&1
+		"$HEAPPROF" collapse --sample-index alloc_objects "$TMPD/py.$u.pb.gz" 2>&1 |
+			sed 's/ [-0-9]*$//' | sort -u >"$TMPD/py.$u.txt"
+	done
+	nd=$(wc -l <"$TMPD/py.dwarf.txt")
+	if [ "$nd" -gt 100 ] && cmp -s "$TMPD/py.dwarf.txt" "$TMPD/py.libunwind.txt"; then
+		pass rel.unwind.same_as_libunwind.python3
+	else
+		fail rel.unwind.same_as_libunwind.python3 "$nd stacks; $(diff "$TMPD/py.libunwind.txt" "$TMPD/py.dwarf.txt" | head -3 | cut -c1-300 | tr '\n' ' ')"
+	fi
+else
+	skip rel.unwind.same_as_libunwind.python3 "python3 or libunwind not installed"
+fi
 
 # --- signal handlers -----------------------------------------------------------
 for r in 1 524288; do

@@ -4,7 +4,10 @@
  * only call-frame information can walk its stacks.
  *
  *   rprog_unwind chain N        N allocations through unw_chain_a -> b ->
- *                               c -> d -> malloc, kept live; prints a sum
+ *                               c -> d -> malloc, kept live; prints a sum;
+ *                               then N through unw_nocfi, assembly with a
+ *                               frame pointer and no CFI (as JIT code),
+ *                               -> unw_nocfi_callee -> malloc
  *   rprog_unwind fds IN OUT     puts IN on fd 3 and OUT (created) on fd 4
  *                               with dup2, copies lines 3 -> 4 with read and
  *                               write, allocating between lines
@@ -56,6 +59,28 @@ LEVEL(unw_chain_c, unw_chain_d)
 LEVEL(unw_chain_b, unw_chain_c)
 LEVEL(unw_chain_a, unw_chain_b)
 
+/* unw_nocfi: assembly without CFI directives, hence no FDE (as JIT
+ * code): the unwinder steps over it with its frame pointer. */
+__attribute__((noinline, used, visibility("hidden"))) void *
+unw_nocfi_callee(size_t n)
+{
+	return unw_chain_leaf(n);
+}
+void *unw_nocfi(size_t n);
+__asm__(".text\n"
+        ".globl unw_nocfi\n"
+        ".hidden unw_nocfi\n"
+        ".type unw_nocfi, @function\n"
+        "unw_nocfi:\n"
+        "\tpush %rbp\n"
+        "\tmov %rsp, %rbp\n"
+        "\tsub $16, %rsp\n"
+        "\tcall unw_nocfi_callee\n"
+        "\tnop\n"
+        "\tleave\n"
+        "\tret\n"
+        ".size unw_nocfi, .-unw_nocfi\n");
+
 static int
 chain(long n)
 {
@@ -67,6 +92,8 @@ chain(long n)
 		keep[i] = unw_chain_a(100 + (size_t)(i % 50));
 		sum += keep[i] != NULL;
 	}
+	for (long i = 0; i < n; i++)
+		sum += unw_nocfi(40) != NULL; /* kept live too (leaked) */
 	printf("ok %lu\n", sum);
 	return 0; /* the blocks stay live for the exit dump */
 }

@@ -409,6 +409,14 @@ capture_from_child(uint64_t *out, int max, uintptr_t *ra)
 	return heapprof__stack_capture(&heapprof__tls, *ra, out, max);
 }
 
+/* Frame 0 is this function's call of heapprof__stack_capture, frame 1
+ * the test's call site of it, frames 2.. the same for every call. */
+__attribute__((noinline)) static int
+capture_with(uint64_t *out, int max, uintptr_t skip_to)
+{
+	return heapprof__stack_capture(&heapprof__tls, skip_to, out, max);
+}
+
 TEST(stack_capture_every_unwinder)
 {
 	static const char *const names[] = {"dwarf", "fp", "libunwind"};
@@ -429,6 +437,16 @@ TEST(stack_capture_every_unwinder)
 		REQUIRE(n >= 1);
 		CHECK_EQ(out[0], (uint64_t)ra - 1);
 		CHECK_EQ(capture_here(out, 1), 1);
+		/* A skip_to among none of the frames keeps them all, the
+		 * same as no skip_to; depth 1 still finds a deeper one. */
+		uint64_t all[64], bogus[64];
+		int na = capture_with(all, 64, 0), nb = capture_with(bogus, 64, 1);
+		CHECK_EQ(na, nb);
+		for (int i = 2; i < na && i < nb; i++)
+			CHECK_EQ(all[i], bogus[i]);
+		REQUIRE(na >= 3);
+		CHECK_EQ(capture_with(out, 1, (uintptr_t)all[2] + 1), 1);
+		CHECK_EQ(out[0], all[2]);
 	}
 	heapprof__cfg.unwind = HP_UNWIND_DWARF;
 }
