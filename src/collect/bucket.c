@@ -13,7 +13,20 @@
  * forever too). Creating a bucket takes `lock`, re-checks the chain, and
  * publishes. Counters are relaxed atomics, so snapshots read them without
  * stopping any allocation.
+ *
+ * Fork: the kernel copies the address space while the other threads run,
+ * page by page, so a child could inherit an insert half made, and not even
+ * in program order: a bucket chained but not listed or counted, an id
+ * given twice, or a finished insert missing while later writes are there
+ * (test_collect_fork saw 32 broken tables in 591 forks). The lock cannot
+ * be held across fork (init.c explains why), so inserts are fenced off
+ * instead: the fork handler raises `forking` and waits until no insert is
+ * in flight; an insert that starts while it is up gives up (the sample is
+ * dropped and counted), so nothing in the table changes during the fork
+ * but the counters. The wait is short and needs nothing the forking
+ * thread holds (an insert takes only `lock` and the arena's).
  */
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -25,6 +38,13 @@ static _Atomic(hp_bucket *) *heads; /* written once at init */
 static _Atomic(hp_bucket *) all;    /* newest bucket; list via all_next */
 static _Atomic uint64_t count;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* serialises inserts */
+/* Forks in progress (raised by the fork handler), and inserts in flight:
+ * a Dekker pair, both seq_cst, so that either the insert sees the fork
+ * and gives up, or the fork handler sees the insert and waits for it. */
+static _Atomic int forking, inflight;
+/* 1 while this thread is inside an insert (a fork from a signal handler
+ * that interrupted it skips the fence: the child's count keeps it). */
+static __thread int self_inflight __attribute__((tls_model("initial-exec")));
 
 int
 heapprof__bucket_init(void)
@@ -82,6 +102,15 @@ heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
 			return b;
 		}
 	}
+	self_inflight = 1;
+	atomic_fetch_add(&inflight, 1);
+	if (atomic_load(&forking)) {
+		/* A fork is being prepared: no new bucket now (see top). */
+		atomic_fetch_sub(&inflight, 1);
+		self_inflight = 0;
+		pthread_mutex_unlock(&lock);
+		return NULL;
+	}
 	hp_bucket *b = heapprof__arena_alloc(sizeof(*b) +
 	                                     (size_t)depth * sizeof(uint64_t));
 	if (b) {
@@ -98,6 +127,8 @@ heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
 		atomic_store_explicit(&all, b, memory_order_release);
 		atomic_fetch_add_explicit(&count, 1, memory_order_relaxed);
 	}
+	atomic_fetch_sub(&inflight, 1);
+	self_inflight = 0;
 	pthread_mutex_unlock(&lock);
 	return b;
 }
@@ -114,20 +145,38 @@ heapprof__bucket_count(void)
 	return atomic_load_explicit(&count, memory_order_relaxed);
 }
 
+/* Before fork (init.c, unless the forking thread is inside the profiler):
+ * no insert in flight, and none started until the release. The wait is
+ * bounded (2 s): a thread that left an insert by longjmp from a signal
+ * handler never finishes it, and fork must not hang on it; the child may
+ * then see that one bucket half inserted, as before the fence. */
 void
 heapprof__bucket_atfork_prepare(void)
 {
-	pthread_mutex_lock(&lock);
+	atomic_fetch_add(&forking, 1);
+	int64_t until = heapprof__now_nanos() + 2000000000;
+	while (atomic_load(&inflight) && heapprof__now_nanos() < until)
+		sched_yield();
 }
 
+/* In the parent, after a fork whose prepare ran. Never below zero: a
+ * child has reset the count (below) under an outer fork's raise. */
 void
 heapprof__bucket_atfork_release(void)
 {
-	pthread_mutex_unlock(&lock);
+	int f = atomic_load(&forking);
+	while (f > 0 && !atomic_compare_exchange_weak(&forking, &f, f - 1))
+		;
 }
 
+/* In the child, the only thread: the table is whole (see the prepare).
+ * No other thread is left to be inside an insert; this one may be, if it
+ * forked from a signal handler that interrupted one, and then finishes
+ * it after the handler returns. */
 void
 heapprof__bucket_atfork_child(void)
 {
 	pthread_mutex_init(&lock, NULL);
+	atomic_store(&inflight, self_inflight);
+	atomic_store(&forking, 0);
 }

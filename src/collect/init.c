@@ -326,10 +326,14 @@ wanted(const char *cmdline)
  * list lock and its own malloc locks; holding a malloc-path lock there
  * inverts the order against a thread that holds a FILE lock and mallocs
  * (getline) while a third thread's fflush(NULL) holds the list lock:
- * glibc's tst-malloc-fork-deadlock pattern hung at rate 1. Their critical
- * sections are short and publish with single ordered stores, so the child
- * re-initialises the locks and uses the data as the fork found it (at
- * worst a run or a bucket in flight is lost to the child).
+ * glibc's tst-malloc-fork-deadlock pattern hung at rate 1. The child
+ * re-initialises the locks. The bucket table is fenced instead: the
+ * prepare handler waits until no bucket insert is in flight and makes new
+ * ones give up until the fork is done (bucket.c), because the kernel
+ * copies memory while the other threads run and a child could inherit a
+ * table half updated in any order. The range's critical sections are short
+ * and publish with single ordered stores, so the child uses them as the
+ * fork found them (at worst a run in flight is lost to the child).
  *
  * The dump lock is only tried (serve/dump.c): fork never waits for a
  * dump, and a forking thread inside the profiler (a signal handler that
@@ -359,6 +363,7 @@ atfork_prepare(void)
 	if (t->busy == 0) {
 		hp_enter(t);
 		fork_state[d] = heapprof__serve_atfork_prepare() ? 2 : 1;
+		heapprof__bucket_atfork_prepare(); /* no insert in flight */
 	}
 }
 
@@ -375,6 +380,7 @@ atfork_parent(void)
 {
 	int st = fork_pop();
 	if (st) {
+		heapprof__bucket_atfork_release();
 		heapprof__serve_atfork_parent(st == 2);
 		hp_leave(&heapprof__tls);
 	}

@@ -11,6 +11,14 @@
  * one branch: `if ((t->left -= size) > 0) forward`. Everything here runs
  * only when the counter crosses zero. Called from malloc: must not allocate
  * or take locks.
+ *
+ * A thread starts with the counter at 0, which sends its first allocation
+ * here: it has no distance yet, so one is drawn and the allocation charged
+ * against it (heapprof__sampler_take), as tcmalloc and Go do. Taking that
+ * first allocation as a sample would give each short-lived thread one
+ * sample worth a whole rate. Each distance remembers the rate it was drawn
+ * at (t->rate), and the sample at its end is recorded with that rate, so a
+ * rate change at run time never reweighs samples already taken.
  */
 #include <math.h>
 #include <time.h>

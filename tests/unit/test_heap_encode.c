@@ -164,6 +164,94 @@ TEST(scale_heap_sample)
 	heapprof_scale_heap_sample(7, 700, 1, &c, &s);
 	CHECK_EQ(c, 7);
 	CHECK_EQ(s, 700);
+	/* Zero-byte objects (malloc(0)) weigh one byte: Go would give 0, 0. */
+	heapprof_scale_heap_sample(5, 0, 1, &c, &s);
+	CHECK_EQ(c, 5);
+	CHECK_EQ(s, 0);
+	heapprof_scale_heap_sample(5, 0, 1024, &c, &s);
+	CHECK_EQ(c, 5122); /* 5 / (1 - exp(-1/1024)) */
+	CHECK_EQ(s, 0);
+	heapprof_scale_heap_sample(-2, 0, 1024, &c, &s);
+	CHECK_EQ(c, -2049);
+}
+
+/* Issue 13, defect 10: each record is unsampled with the rate it was
+ * sampled at, whatever the profile's rate is now (0: sampling off). */
+TEST(records_keep_their_rate)
+{
+	uint64_t s1[] = {0x1010}, s2[] = {0x1020}, s3[] = {0x1030};
+	heapprof_record recs[3] = {
+		{2, 2048, 0, 0, s1, 1, 0, 4096},
+		{3, 0, 1, 0, s2, 1, 0, 1024}, /* malloc(0) */
+		{4, 400, 0, 0, s3, 1, 0, 0},  /* the profile's rate */
+	};
+	heapprof_heap_profile p = {0};
+	p.records = recs;
+	p.nrecords = 3;
+	p.rate = 0;
+	outbuf o = {0};
+	REQUIRE_OK(heapprof_encode_heap(&p, 0, out_write, &o));
+	view v;
+	REQUIRE_OK(decode(o.p, o.len, &v));
+	REQUIRE(v.nsample == 3);
+	int64_t c, sz;
+	heapprof_scale_heap_sample(2, 2048, 4096, &c, &sz);
+	CHECK(c > 2 * 4);
+	CHECK_EQ(v.s_vals[0][0], c);
+	CHECK_EQ(v.s_vals[0][1], sz);
+	CHECK_EQ(v.s_vals[0][2], c);
+	CHECK_EQ(v.s_vals[0][3], sz);
+	CHECK_EQ(v.s_vals[1][0], 3073);
+	CHECK_EQ(v.s_vals[1][1], 0);
+	CHECK_EQ(v.s_vals[1][2], 2049);
+	CHECK_EQ(v.s_vals[1][3], 0);
+	CHECK_EQ(v.s_vals[2][0], 4);
+	CHECK_EQ(v.s_vals[2][1], 400);
+	free(o.p);
+}
+
+/* The legacy text has one rate: the records' when they share one (not
+ * the current rate), else heap_v2/1 with counts unsampled per record. */
+TEST(text_rates)
+{
+	uint64_t s1[] = {0x401146}, s2[] = {0x401268};
+	heapprof_record recs[2] = {
+		{4, 4096, 1, 1024, s1, 1, 0, 65536},
+		{2, 200, 0, 0, s2, 1, 0, 65536},
+	};
+	heapprof_heap_profile p = {0};
+	p.records = recs;
+	p.nrecords = 2;
+	p.rate = 0;
+	outbuf o = {0};
+	REQUIRE_OK(heapprof_encode_heap_text(&p, out_write, &o));
+	out_write(&o, "", 1);
+	CHECK_STR((const char *)o.p,
+	          "heap profile: 5: 3272 [6: 4296] @ heap_v2/65536\n"
+	          "3: 3072 [4: 4096] @ 0x401147\n"
+	          "2: 200 [2: 200] @ 0x401269\n"
+	          "\nMAPPED_LIBRARIES:\n");
+	free(o.p);
+	recs[1].rate = 1;
+	memset(&o, 0, sizeof(o));
+	REQUIRE_OK(heapprof_encode_heap_text(&p, out_write, &o));
+	out_write(&o, "", 1);
+	int64_t ic, ib, ac, ab;
+	heapprof_scale_heap_sample(3, 3072, 65536, &ic, &ib);
+	heapprof_scale_heap_sample(4, 4096, 65536, &ac, &ab);
+	char want[512];
+	snprintf(want, sizeof(want),
+	         "heap profile: %lld: %lld [%lld: %lld] @ heap_v2/1\n"
+	         "%lld: %lld [%lld: %lld] @ 0x401147\n"
+	         "2: 200 [2: 200] @ 0x401269\n"
+	         "# heapprof: records sampled at several rates: counts are "
+	         "unsampled, hence heap_v2/1\n"
+	         "\nMAPPED_LIBRARIES:\n",
+	         (long long)ic + 2, (long long)ib + 200, (long long)ac + 2,
+	         (long long)ab + 200, (long long)ic, (long long)ib,
+	         (long long)ac, (long long)ab);
+	CHECK_STR((const char *)o.p, want);
+	free(o.p);
 }
 
 /* Seed 002: records {4096,1024,4,1}, {512K,0,1,0}, {512K,512K,1,1} at
@@ -368,6 +456,8 @@ int
 main(void)
 {
 	RUN(scale_heap_sample);
+	RUN(records_keep_their_rate);
+	RUN(text_rates);
 	RUN(seed_002_vectors);
 	RUN(gzip_roundtrip_and_symbols);
 	RUN(text_format);
