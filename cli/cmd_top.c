@@ -221,7 +221,8 @@ merge_sample(top *t, const pprof_sample *s, size_t vi)
 	pprof_label lb[64], *l = lb;
 	if (s->nlabels > 64 && !(l = malloc(s->nlabels * sizeof(*l))))
 		return -ENOMEM;
-	memcpy(l, s->labels, s->nlabels * sizeof(*l));
+	if (s->nlabels)
+		memcpy(l, s->labels, s->nlabels * sizeof(*l));
 	qsort(l, s->nlabels, sizeof(*l), cmp_label);
 	int is_base = 0;
 	for (size_t j = 0; j < s->nlabels; j++) {
