@@ -29,48 +29,8 @@ if ! command -v g++ >/dev/null 2>&1; then
 	skip firstminute.cxx "no g++"
 else
 	mkdir -p "$TMPD/cxx"
-	cat >"$TMPD/cxx/cache.cc" <<'EOF'
-#include <cstdio>
-#include <map>
-#include <string>
-#include <vector>
-namespace store {
-template <class K, class V> class Cache {
-public:
-	__attribute__((noinline)) void put(const K &k, const V &v) { m_[k] = v; }
-	__attribute__((noinline)) std::vector<char> *blob(size_t n)
-	{
-		return new std::vector<char>(n);
-	}
-#ifdef REBUILT
-	__attribute__((noinline)) int extra(int x) { return x * 3 + (int)m_.size(); }
-#endif
-private:
-	std::map<K, V> m_;
-};
-}
-__attribute__((noinline)) static int *make_array(int n) { return new int[n]; }
-int main()
-{
-	store::Cache<std::string, std::string> c;
-	std::vector<std::vector<char> *> keep;
-	std::vector<int *> arrs;
-	for (int i = 0; i < 20000; i++) {
-		c.put("key" + std::to_string(i), std::string(100, 'x'));
-		if (i % 10 == 0) {
-			keep.push_back(c.blob(4096));
-			arrs.push_back(make_array(1000));
-		}
-	}
-#ifdef REBUILT
-	std::printf("%d\n", c.extra(2));
-#endif
-	std::printf("%zu %zu\n", keep.size(), arrs.size());
-	return 0;
-}
-EOF
 	P=$TMPD/cxx/cache
-	g++ -O2 -o "$P" "$TMPD/cxx/cache.cc"
+	g++ -O2 -o "$P" "$REPO/tests/oracle/first_cache.cc"
 	"$H" run -r 4096 -o "$TMPD/cxx.pb.gz" -- "$P" >/dev/null 2>"$TMPD/cxx.err"
 	"$PPROFCHECK" dump "$TMPD/cxx.pb.gz" >"$TMPD/cxx.dump" 2>&1
 	"$H" top "$TMPD/cxx.pb.gz" >"$TMPD/cxx.top" 2>&1
@@ -104,13 +64,33 @@ EOF
 	fi
 	# The binary rebuilt (other code, another build id): go tool pprof
 	# must keep the profile's names, and agree with heapprof top.
-	g++ -O2 -DREBUILT -o "$P" "$TMPD/cxx/cache.cc"
+	g++ -O2 -DREBUILT -o "$P" "$REPO/tests/oracle/first_cache.cc"
 	go tool pprof -top "$TMPD/cxx.pb.gz" >"$TMPD/cxx.ptop" 2>/dev/null
 	if grep -q ' store::Cache::blob$' "$TMPD/cxx.ptop" &&
 		cmp -s "$TMPD/cxx.top" "$TMPD/cxx.ptop"; then
 		pass firstminute.cxx_pprof_rebuilt_binary
 	else
 		fail firstminute.cxx_pprof_rebuilt_binary "$(diff "$TMPD/cxx.top" "$TMPD/cxx.ptop" | head -4 | tr '\n' '|')"
+	fi
+fi
+
+# ---- the README's "What you will see", run again (rate 1: exact values)
+if [ -x "$TMPD/cxx/cache" ]; then
+	g++ -O2 -o "$TMPD/cxx/cache" "$REPO/tests/oracle/first_cache.cc"
+	mkdir -p "$TMPD/readme"
+	(cd "$TMPD/readme" && "$H" run -r 1 -o cache.pb.gz -- ../cxx/cache >out 2>err &&
+		"$H" top --sample-index alloc_space -n 6 cache.pb.gz >top 2>&1)
+	awk '/^<!-- first-minute:/ { on = 1; next } on && /^```/ { if (++f == 2) exit; next } on' \
+		"$REPO/README.md" >"$TMPD/readme/block"
+	sed -n '/^Showing nodes/,$p' "$TMPD/readme/block" >"$TMPD/readme/want"
+	sed -n '/^Showing nodes/,$p' "$TMPD/readme/top" >"$TMPD/readme/got"
+	if [ -s "$TMPD/readme/want" ] && cmp -s "$TMPD/readme/want" "$TMPD/readme/got" &&
+		grep -qx 'heapprof: wrote /home/me/cache.pb.gz' "$TMPD/readme/block" &&
+		grep -qx "heapprof: wrote $TMPD/readme/cache.pb.gz" "$TMPD/readme/err" &&
+		grep -qx '2000 2000' "$TMPD/readme/out"; then
+		pass firstminute.readme_what_you_will_see
+	else
+		fail firstminute.readme_what_you_will_see "$(diff "$TMPD/readme/want" "$TMPD/readme/got" | head -4 | tr '\n' '|') $(cat "$TMPD/readme/err")"
 	fi
 fi
 
