@@ -74,6 +74,20 @@ else
 	fi
 fi
 
+# has_functions on symtab names must not stop heapprof symbolize from
+# adding files and lines (DWARF) to them.
+PP=$REPO/build/tests/prog_pattern
+if [ -x "$PP" ]; then
+	"$H" run -r 1 -o "$TMPD/pat.pb.gz" -- "$PP" >/dev/null 2>&1
+	"$H" symbolize "$TMPD/pat.pb.gz" -o "$TMPD/pat.sym.pb.gz" 2>"$TMPD/sym.err"
+	if "$PPROFCHECK" dump "$TMPD/pat.sym.pb.gz" 2>&1 |
+		grep -q '^function [0-9]*: name="main" system="main" file="[^"]*prog_pattern.c"'; then
+		pass firstminute.symbolize_completes_symtab_names
+	else
+		fail firstminute.symbolize_completes_symtab_names "$(head -2 "$TMPD/sym.err")"
+	fi
+fi
+
 # ---- the README's "What you will see", run again (rate 1: exact values)
 if [ -x "$TMPD/cxx/cache" ]; then
 	g++ -O2 -o "$TMPD/cxx/cache" "$REPO/tests/oracle/first_cache.cc"
