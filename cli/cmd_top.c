@@ -2,8 +2,10 @@
  * cmd_top.c: `heapprof top`: the top functions of a profile by flat value,
  * printed as `go tool pprof -top` prints them (same header lines, columns,
  * units, percentages, node dropping below 0.5% of the total and ordering).
- * Reads profile.proto (gzip'd or not) through the shared decoder; frame
- * names from prof_names.c (Function/Line data, else ELF symbols, else hex).
+ * Reads profile.proto (gzip'd or not) or legacy text through the shared
+ * decoder; frame names from prof_names.c (as pprof names them). Samples
+ * with the same locations and labels are merged before anything is summed,
+ * as pprof's profile.Merge does; sums wrap as Go's int64 arithmetic.
  */
 #include <errno.h>
 #include <regex.h>
