@@ -169,6 +169,23 @@ if [ -s "$TMPD/cwd/rel.pb.gz" ]; then
 else
 	fail firstminute.run_relative_output_after_chdir "no $TMPD/cwd/rel.pb.gz"
 fi
+# The program runs as heapprof's child now: its status and its signal are
+# passed on, and a signal sent to heapprof alone reaches it.
+"$H" run -o "$TMPD/x.pb.gz" -- sh -c 'exit 3' 2>/dev/null
+s1=$?
+"$H" run -o "$TMPD/x.pb.gz" -- sh -c 'kill -TERM $$' 2>/dev/null
+s2=$?
+"$H" run -o "$TMPD/x.pb.gz" -- sleep 60 2>/dev/null &
+hp=$!
+sleep 2
+kill -TERM $hp
+wait $hp
+s3=$?
+if [ $s1 -eq 3 ] && [ $s2 -eq 143 ] && [ $s3 -eq 143 ]; then
+	pass firstminute.run_status_and_signals
+else
+	fail firstminute.run_status_and_signals "exit 3 -> $s1, TERM -> $s2, forwarded TERM -> $s3"
+fi
 printf '#include <stdlib.h>\nint main(void) { return malloc(100000) == 0; }\n' >"$TMPD/st.c"
 if gcc -static -o "$TMPD/static" "$TMPD/st.c" 2>/dev/null; then
 	"$H" run -- "$TMPD/static" >/dev/null 2>"$TMPD/static.err"
