@@ -30,8 +30,9 @@ usage(FILE *f)
 	        "Adds function names, source files, line numbers and inlined\n"
 	        "frames (from DWARF, with elfutils' libdw) to the locations of a\n"
 	        "pprof profile (gzip'd or not) and writes the profile back out,\n"
-	        "everything else unchanged. Mappings with has_functions set are\n"
-	        "left alone unless --force. A mapping's file is looked for as\n"
+	        "everything else unchanged. Mappings that already have files or\n"
+	        "lines are left alone unless --force (names alone, as heapprof\n"
+	        "run writes them, are completed). A mapping's file is looked for as\n"
 	        "pprof does: DIR/<build id>/<basename>, DIR/<basename>,\n"
 	        "DIR/<full path> for each --binary-path DIR (then each directory\n"
 	        "of $PPROF_BINARY_PATH), then the recorded path. A file whose\n"
@@ -298,8 +299,12 @@ run(struct opts *o, pprof_dec *d)
 	}
 	for (size_t i = 0; i < d->nmaps; i++) {
 		pprof_mapping m;
+		/* Names alone (heapprof's default symtab mode writes them,
+		 * with has_functions) are completed: DWARF adds files, lines
+		 * and inlined frames. A mapping with files or lines already
+		 * is left alone. */
 		if (heapprof__pprof_mapping(d, i, &m) < 0 || !nlocs[i] ||
-		    (m.has_functions && !o->force))
+		    ((m.has_filenames || m.has_line_numbers) && !o->force))
 			continue;
 		size_t fl, bl;
 		const char *fp = heapprof__pprof_string(d, m.filename, &fl);

@@ -2,8 +2,10 @@
  * cmd_top.c: `heapprof top`: the top functions of a profile by flat value,
  * printed as `go tool pprof -top` prints them (same header lines, columns,
  * units, percentages, node dropping below 0.5% of the total and ordering).
- * Reads profile.proto (gzip'd or not) through the shared decoder; frame
- * names from prof_names.c (Function/Line data, else ELF symbols, else hex).
+ * Reads profile.proto (gzip'd or not) or legacy text through the shared
+ * decoder; frame names from prof_names.c (as pprof names them). Samples
+ * with the same locations and labels are merged before anything is summed,
+ * as pprof's profile.Merge does; sums wrap as Go's int64 arithmetic.
  */
 #include <errno.h>
 #include <regex.h>
@@ -221,7 +223,8 @@ merge_sample(top *t, const pprof_sample *s, size_t vi)
 	pprof_label lb[64], *l = lb;
 	if (s->nlabels > 64 && !(l = malloc(s->nlabels * sizeof(*l))))
 		return -ENOMEM;
-	memcpy(l, s->labels, s->nlabels * sizeof(*l));
+	if (s->nlabels)
+		memcpy(l, s->labels, s->nlabels * sizeof(*l));
 	qsort(l, s->nlabels, sizeof(*l), cmp_label);
 	int is_base = 0;
 	for (size_t j = 0; j < s->nlabels; j++) {
