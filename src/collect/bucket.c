@@ -29,6 +29,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "collect.h"
 
@@ -154,9 +155,15 @@ void
 heapprof__bucket_atfork_prepare(void)
 {
 	atomic_fetch_add(&forking, 1);
-	int64_t until = heapprof__now_nanos() + 2000000000;
-	while (atomic_load(&inflight) && heapprof__now_nanos() < until)
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	time_t until = now.tv_sec + 2;
+	while (atomic_load(&inflight)) {
 		sched_yield();
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > until)
+			break;
+	}
 }
 
 /* In the parent, after a fork whose prepare ran. Never below zero: a
