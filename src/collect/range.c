@@ -67,6 +67,7 @@
 #define STEP_LIMITED ((size_t)4 << 20) /* growth / trim slack under a limit */
 #define STEP_FREE ((size_t)64 << 20)   /* growth step without a limit */
 #define SLACK_FREE ((size_t)1 << 30)   /* trim slack without a limit */
+#define PINNED ((size_t)64 << 30)      /* reservation where growth cannot be */
 
 uintptr_t heapprof__range_base;
 _Atomic uintptr_t heapprof__range_span; /* 0 until initialised */
@@ -74,6 +75,7 @@ _Atomic uintptr_t heapprof__range_span; /* 0 until initialised */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t page;
 static uintptr_t bump;      /* next unused byte (lock) */
+static bool pinned;         /* a large reservation, never trimmed (init) */
 static uintptr_t committed; /* [bump, committed) is read-write (lock) */
 static uintptr_t free_list[NCLASS]; /* run starts, linked via word 0 (lock) */
 static uint64_t live_runs; /* page runs in use (lock) */
@@ -182,6 +184,22 @@ heapprof__range_init(void)
 		               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			continue;
+		if (hint && (uintptr_t)p != hint && !limited()) {
+			/* The hint was not honoured (the gap is taken, or a
+			 * sanitizer's shadow memory lies there): placed among
+			 * other mappings, the range could not grow in place.
+			 * Without a limit, address space costs nothing: take
+			 * a large reservation instead, and keep it. */
+			void *big = mmap(NULL, PINNED, PROT_NONE,
+			                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			                 -1, 0);
+			if (big != MAP_FAILED) {
+				munmap(p, len);
+				p = big;
+				len = PINNED;
+				pinned = true;
+			}
+		}
 		heapprof__range_base = (uintptr_t)p;
 		bump = committed = (uintptr_t)p;
 		atomic_store_explicit(&heapprof__range_span, len,
@@ -225,6 +243,8 @@ grow(size_t need)
 static void
 trim(void)
 {
+	if (pinned)
+		return;
 	uintptr_t end = heapprof__range_base + span_get();
 	bool lim = limited();
 	size_t slack = lim ? STEP_LIMITED : SLACK_FREE;

@@ -60,9 +60,9 @@ profile(heapprof_heap_profile *p, heapprof_record *r)
 	static uint64_t s1[] = {0x9010, 0x9020, 0x1030, 0x1010, 0x1020};
 	static uint64_t s2[] = {0x9030, 0x9040, 0x20000, 0x1010};
 	static uint64_t s3[] = {0x9010}; /* only operator new: kept */
-	r[0] = (heapprof_record){1, 100, 0, 0, s1, 5, 0};
-	r[1] = (heapprof_record){2, 200, 0, 0, s2, 4, 0};
-	r[2] = (heapprof_record){3, 300, 0, 0, s3, 1, 0};
+	r[0] = (heapprof_record){1, 100, 0, 0, s1, 5, 0, 0};
+	r[1] = (heapprof_record){2, 200, 0, 0, s2, 4, 0, 0};
+	r[2] = (heapprof_record){3, 300, 0, 0, s3, 1, 0, 0};
 	memset(p, 0, sizeof(*p));
 	p->records = r;
 	p->nrecords = 3;
