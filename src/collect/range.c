@@ -191,7 +191,7 @@ heapprof__range_init(void)
 			 * Without a limit, address space costs nothing: take
 			 * a large reservation instead, and keep it. */
 			void *big = mmap(NULL, PINNED, PROT_NONE,
-			                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			                 MAP_PRIVATE | MAP_ANONYMOUS,
 			                 -1, 0);
 			if (big != MAP_FAILED) {
 				munmap(p, len);
