@@ -88,12 +88,6 @@ sampled_alloc(hp_tls *t, int64_t rate, size_t size, size_t align, bool zero,
 	return p;
 }
 
-/* What a thread inside the profiler allocates comes from private memory
- * (below), never from the next allocator unless the range is exhausted:
- * serve/dump.c may then take a dump inside a signal handler, which could
- * have interrupted glibc's malloc mid-update. */
-HP_HIDDEN const int heapprof__busy_alloc_private = 1;
-
 /* An allocation of a thread inside the profiler: private memory, or NULL
  * (the caller forwards it to the next allocator). */
 static void *

@@ -6,6 +6,7 @@
  * renames apply to this translation unit only, so hp_next's member names
  * change too, which leaves its layout as in bootstrap.c.
  */
+#define HP_ENTRY_RENAMED 1 /* the profiler's own calls do not reach these */
 #define malloc hp_malloc
 #define free hp_free
 #define calloc hp_calloc
