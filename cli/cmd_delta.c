@@ -1,11 +1,13 @@
 /*
  * cmd_delta.c: `heapprof delta [--types T1,T2] [--raw] OLD NEW -o OUT`:
  * the delta of two consecutive profiles of one source, through the library's
- * delta computer (heapprof_delta_*). A regular file is read where it lies
- * (heapprof_delta_compute_read: the computer holds its dictionary and a
- * window of samples, never the whole profile); stdin or a pipe is read
- * into memory. Output goes through cli_out, so a failure never leaves a
- * partial file.
+ * delta computer (heapprof_delta_*). An uncompressed regular file is read
+ * where it lies (heapprof_delta_compute_read: the computer holds its
+ * dictionary and a window of samples, never the whole profile); a gzip'd
+ * one, stdin or a pipe is read into memory (read mode would inflate a
+ * gzip'd file again on each of its passes: twice the time on real Go
+ * profiles, BENCHMARKS.md "## Delta"). Output goes through cli_out, so a
+ * failure never leaves a partial file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -80,11 +82,14 @@ in_open(delta_in *in, const char *path)
 		struct stat sb;
 		if (fd < 0)
 			return -errno;
-		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+		uint8_t magic[2] = {0, 0};
+		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    pread(fd, magic, 2, 0) >= 0 &&
+		    !(magic[0] == 0x1f && magic[1] == 0x8b)) {
 			in->fd = fd;
 			return 0;
 		}
-		close(fd); /* a pipe, a device: read once, into memory */
+		close(fd); /* gzip'd, a pipe, a device: read once, into memory */
 	}
 	return cli_read_file(path, &in->buf, &in->len);
 }
