@@ -128,12 +128,15 @@ split_types(char *s, const char **names, int max)
 	return n;
 }
 
-/* An input's error; for "nothing to subtract", which names would have
- * been. */
+/* An input's error, with what the decoder found wrong if it says; for
+ * "nothing to subtract", which names would have been. */
 static void
-types_err(const char *in, const char *types, int rc)
+types_err(const heapprof_delta *d, const char *in, const char *types, int rc)
 {
-	if (rc != HEAPPROF_ENOSUBTRACT)
+	const char *fault = heapprof_delta_fault(d);
+	if (rc != HEAPPROF_ENOSUBTRACT && *fault)
+		cli_err("delta: %s: %s: %s", in, heapprof_strerror(rc), fault);
+	else if (rc != HEAPPROF_ENOSUBTRACT)
 		cli_err("delta: %s: %s", in, heapprof_strerror(rc));
 	else if (types)
 		cli_err("delta: %s: no sample type named %s (--types)", in,
@@ -226,7 +229,7 @@ cli_delta(int argc, char **argv)
 		rc = in_delta(d, &src, HEAPPROF_DELTA_SUBTRACT, discard, NULL);
 		in_close(&src);
 		if (rc < 0) {
-			types_err(in[0], types ? types_arg : NULL, rc);
+			types_err(d, in[0], types ? types_arg : NULL, rc);
 			heapprof_delta_free(d);
 			goto done;
 		}
@@ -242,7 +245,6 @@ cli_delta(int argc, char **argv)
 	              (raw ? 0 : HEAPPROF_DELTA_GZIP) | HEAPPROF_DELTA_SUBTRACT |
 	                      HEAPPROF_DELTA_SAME_TYPES,
 	              cli_out_write, &o);
-	heapprof_delta_free(d);
 	if (rc < 0) {
 		cli_out_abort(&o);
 		if (rc == HEAPPROF_ETYPES)
@@ -252,9 +254,11 @@ cli_delta(int argc, char **argv)
 		else if (o.err)
 			cli_err("delta: %s: %s", out, heapprof_strerror(rc));
 		else
-			types_err(in[1], types ? types_arg : NULL, rc);
+			types_err(d, in[1], types ? types_arg : NULL, rc);
+		heapprof_delta_free(d);
 		goto done;
 	}
+	heapprof_delta_free(d);
 	rc = cli_out_commit(&o);
 	if (rc < 0) {
 		cli_err("delta: %s: %s", out, heapprof_strerror(rc));

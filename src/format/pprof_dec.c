@@ -7,6 +7,8 @@
  * pprof_inflate.c into the decoder's reusable buffer.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "heapprof.h"
@@ -47,15 +49,30 @@ heapprof__pprof_release(pprof_dec *d, void *pp, size_t bytes)
 	*p = NULL;
 }
 
+int
+heapprof__pprof_fault(pprof_dec *d, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(d->fault, sizeof d->fault, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
 /* ------------------------------------------------------------ id maps */
 
+/* The id map of recs (kind: "mapping", "function", "location", for
+ * faults). */
 static int
-idmap_build(pprof_dec *d, pprof_idmap *m, const pprof_rec *recs, size_t n)
+idmap_build(pprof_dec *d, pprof_idmap *m, const pprof_rec *recs, size_t n,
+            const char *kind)
 {
 	uint64_t max = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (recs[i].id == 0)
-			return HEAPPROF_EID;
+			return heapprof__pprof_fault(d, HEAPPROF_EID,
+			                             "%s %zu of %zu has id 0",
+			                             kind, i + 1, n);
 		if (recs[i].id > max)
 			max = recs[i].id;
 	}
@@ -88,14 +105,18 @@ idmap_build(pprof_dec *d, pprof_idmap *m, const pprof_rec *recs, size_t n)
 		uint64_t id = recs[i].id;
 		if (m->dense) {
 			if (m->slots[id])
-				return HEAPPROF_EID;
+				return heapprof__pprof_fault(
+					d, HEAPPROF_EID, "%s id %llu: duplicate",
+					kind, (unsigned long long)id);
 			m->slots[id] = (uint32_t)i + 1;
 			continue;
 		}
 		size_t h = id_hash(id) & mask;
 		while (m->slots[h]) {
 			if (recs[m->slots[h] - 1].id == id)
-				return HEAPPROF_EID;
+				return heapprof__pprof_fault(
+					d, HEAPPROF_EID, "%s id %llu: duplicate",
+					kind, (unsigned long long)id);
 			h = (h + 1) & mask;
 		}
 		m->slots[h] = (uint32_t)i + 1;
@@ -423,12 +444,14 @@ index_pass(pprof_dec *d, size_t from)
 
 /* What validate checks but the records. */
 static int
-validate_header(const pprof_dec *d)
+validate_header(pprof_dec *d)
 {
 	if (d->nstrings == 0)
 		return HEAPPROF_ESTRING0;
 	if (d->ntypes == 0 && d->nsamples != 0)
-		return HEAPPROF_EVALUES;
+		return heapprof__pprof_fault(d, HEAPPROF_EVALUES,
+		                             "%zu samples and no sample type",
+		                             d->nsamples);
 	for (size_t i = 0; i < d->ntypes; i++) {
 		CHECK_STR(d, d->types[i].type);
 		CHECK_STR(d, d->types[i].unit);
@@ -448,9 +471,9 @@ validate_header(const pprof_dec *d)
 static int
 validate_records(pprof_dec *d)
 {
-	HP_TRY(idmap_build(d, &d->map_ids, d->maps, d->nmaps));
-	HP_TRY(idmap_build(d, &d->func_ids, d->funcs, d->nfuncs));
-	HP_TRY(idmap_build(d, &d->loc_ids, d->locs, d->nlocs));
+	HP_TRY(idmap_build(d, &d->map_ids, d->maps, d->nmaps, "mapping"));
+	HP_TRY(idmap_build(d, &d->func_ids, d->funcs, d->nfuncs, "function"));
+	HP_TRY(idmap_build(d, &d->loc_ids, d->locs, d->nlocs, "location"));
 	return heapprof__pprof_validate_records(d);
 }
 
@@ -458,6 +481,7 @@ int
 heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 {
 	clear_profile(d);
+	d->fault[0] = '\0';
 	/* zbuf and the index are about to be this input's. */
 	d->st.dict_ok = false;
 	if (len == 0)
@@ -517,6 +541,7 @@ heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read, void *arg)
 	bool same = false;
 	static const uint8_t none[1];
 	d->st.on = false;
+	d->fault[0] = '\0';
 	int rc = heapprof__pprof_stream_open(d, read, arg, &area, &n, &ns, &same);
 	if (rc == 0) {
 		/* The non-sample fields, indexed as a profile of their own

@@ -229,6 +229,10 @@ typedef struct pprof_dec {
 	pprof_line *l_lines;
 	size_t s_locs_cap, s_vals_cap, s_labels_cap, l_lines_cap;
 	uint64_t gen; /* rec_gen's counter */
+	/* What the last failed open or sample decoding found wrong, naming
+	 * the record ("location id 7: line has function 0"); "" if the error
+	 * code says all (cleared by each open). */
+	char fault[112];
 	/* inflate state, kept for reuse */
 	void *zs;
 	uint8_t *zbuf;

@@ -17,6 +17,10 @@ int heapprof__pprof_grow(pprof_dec *d, void *pp, size_t *cap, size_t need,
                          size_t elem);
 void heapprof__pprof_release(pprof_dec *d, void *pp, size_t bytes);
 
+/* Returns rc after writing fault (pprof_dec.fault): what was wrong. */
+int heapprof__pprof_fault(pprof_dec *d, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Validates every mapping, function and location (string indexes in
  * range, line functions resolvable); the id maps must be built. */
 int heapprof__pprof_validate_records(pprof_dec *d);

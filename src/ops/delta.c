@@ -126,6 +126,12 @@ nomem:
 	return -ENOMEM;
 }
 
+HP_EXPORT const char *
+heapprof_delta_fault(const heapprof_delta *d)
+{
+	return d->dec.fault;
+}
+
 HP_EXPORT void
 heapprof_delta_free(heapprof_delta *d)
 {
