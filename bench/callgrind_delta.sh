@@ -1,32 +1,39 @@
 #!/bin/sh
 # callgrind_delta.sh: instructions per steady-state delta call, the
-# load-independent figures of BENCHMARKS.md "## Delta". For each input, the
-# difference between two bench_delta runs under callgrind (big-heap and the
-# stress-failure pairs: -n 6 minus -n 2, over the 8 calls between; huge:
-# -n 2 minus -n 1, over 2 calls).
-# usage: sh bench/callgrind_delta.sh [bench_delta binary]   (repo root, after make bench)
-# BENCH_FLAGS=--read: the inputs read from their files (read mode).
+# load-independent figures of BENCHMARKS.md "## Delta", on the pairs of
+# bench/delta_pairs.sh (real gzip'd pairs and the synthetic one). For each
+# pair and mode (inputs in memory: heapprof_delta_compute; --read:
+# heapprof_delta_compute_read from the file), the difference between two
+# bench_delta runs under callgrind (-n 3 minus -n 1: 4 calls; go-real and
+# huge-10MB -n 2 minus -n 1: 2 calls), divided by the calls.
+# usage: sh bench/callgrind_delta.sh [bench_delta binary] [pair names...]
+#   (repo root, after make bench); prints "| name | memory | read |" rows.
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-$REPO/build/bench/bench_delta}
-FD=${HEAPPROF_CORPUS:-$REPO/../shared/corpus}/fastdelta
-H=$REPO/build/benchdata
+[ $# -gt 0 ] && shift
+ONLY="$*"
+. "$REPO/bench/delta_pairs.sh"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-[ -f "$H/huge.after.pprof" ] || { mkdir -p "$H" &&
-	"$REPO/build/bench/bench_delta" --gen 32 "$FD/big-heap.pprof" \
-		"$H/huge.before.pprof" "$H/huge.after.pprof"; }
 total() { # args of bench_delta: total instructions of the run
-	valgrind --tool=callgrind --callgrind-out-file="$T/cg" "$B" $BENCH_FLAGS "$@" \
+	valgrind --tool=callgrind --callgrind-out-file="$T/cg" "$B" "$@" \
 		>/dev/null 2>&1
 	callgrind_annotate "$T/cg" 2>/dev/null |
 		awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
 }
-per_call() { # name old new big calls
-	a=$(total -n "$4" "$2" "$3")
-	b=$(total -n "$5" "$2" "$3")
-	echo "$1 $(((a - b) / (2 * ($4 - $5))))"
+per_call() { # flags old new big small
+	a=$(total $1 -n "$4" "$2" "$3")
+	b=$(total $1 -n "$5" "$2" "$3")
+	awk -v a="$a" -v b="$b" -v c="$((2 * ($4 - $5)))" \
+		'BEGIN { printf "%.3f M", (a - b) / c / 1e6 }'
 }
-per_call big-heap "$FD/big-heap.pprof" "$FD/big-heap.pprof" 6 2
-per_call stress-failure "$FD/stress-failure.before.pprof" "$FD/stress-failure.after.pprof" 6 2
-per_call stress-failure.2 "$FD/stress-failure.2.before.pprof" "$FD/stress-failure.2.after.pprof" 6 2
-per_call huge-10MB "$H/huge.before.pprof" "$H/huge.after.pprof" 2 1
+echo "| pair | instructions/call, memory | read mode | read / memory |"
+echo "|---|---|---|---|"
+echo "$PAIRS" | while read -r name old new; do
+	case " $ONLY " in "  ") ;; *" $name "*) ;; *) continue ;; esac
+	big=3
+	case $name in go-real | huge-10MB) big=2 ;; esac
+	m=$(per_call "" "$old" "$new" $big 1)
+	r=$(per_call --read "$old" "$new" $big 1)
+	echo "| $name | $m | $r | $(echo "$m $r" | awk '{printf "%.2f", $3 / $1}') |"
+done

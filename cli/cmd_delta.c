@@ -1,11 +1,13 @@
 /*
  * cmd_delta.c: `heapprof delta [--types T1,T2] [--raw] OLD NEW -o OUT`:
  * the delta of two consecutive profiles of one source, through the library's
- * delta computer (heapprof_delta_*). A regular file is read where it lies
- * (heapprof_delta_compute_read: the computer holds its dictionary and a
- * window of samples, never the whole profile); stdin or a pipe is read
- * into memory. Output goes through cli_out, so a failure never leaves a
- * partial file.
+ * delta computer (heapprof_delta_*). An uncompressed regular file is read
+ * where it lies (heapprof_delta_compute_read: the computer holds its
+ * dictionary and a window of samples, never the whole profile); a gzip'd
+ * one, stdin or a pipe is read into memory (read mode would inflate a
+ * gzip'd file again on each of its passes: twice the time on real Go
+ * profiles, BENCHMARKS.md "## Delta"). Output goes through cli_out, so a
+ * failure never leaves a partial file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -80,11 +82,14 @@ in_open(delta_in *in, const char *path)
 		struct stat sb;
 		if (fd < 0)
 			return -errno;
-		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode)) {
+		uint8_t magic[2] = {0, 0};
+		if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    pread(fd, magic, 2, 0) >= 0 &&
+		    !(magic[0] == 0x1f && magic[1] == 0x8b)) {
 			in->fd = fd;
 			return 0;
 		}
-		close(fd); /* a pipe, a device: read once, into memory */
+		close(fd); /* gzip'd, a pipe, a device: read once, into memory */
 	}
 	return cli_read_file(path, &in->buf, &in->len);
 }
@@ -123,12 +128,15 @@ split_types(char *s, const char **names, int max)
 	return n;
 }
 
-/* An input's error; for "nothing to subtract", which names would have
- * been. */
+/* An input's error, with what the decoder found wrong if it says; for
+ * "nothing to subtract", which names would have been. */
 static void
-types_err(const char *in, const char *types, int rc)
+types_err(const heapprof_delta *d, const char *in, const char *types, int rc)
 {
-	if (rc != HEAPPROF_ENOSUBTRACT)
+	const char *fault = heapprof_delta_fault(d);
+	if (rc != HEAPPROF_ENOSUBTRACT && *fault)
+		cli_err("delta: %s: %s: %s", in, heapprof_strerror(rc), fault);
+	else if (rc != HEAPPROF_ENOSUBTRACT)
 		cli_err("delta: %s: %s", in, heapprof_strerror(rc));
 	else if (types)
 		cli_err("delta: %s: no sample type named %s (--types)", in,
@@ -221,7 +229,7 @@ cli_delta(int argc, char **argv)
 		rc = in_delta(d, &src, HEAPPROF_DELTA_SUBTRACT, discard, NULL);
 		in_close(&src);
 		if (rc < 0) {
-			types_err(in[0], types ? types_arg : NULL, rc);
+			types_err(d, in[0], types ? types_arg : NULL, rc);
 			heapprof_delta_free(d);
 			goto done;
 		}
@@ -237,7 +245,6 @@ cli_delta(int argc, char **argv)
 	              (raw ? 0 : HEAPPROF_DELTA_GZIP) | HEAPPROF_DELTA_SUBTRACT |
 	                      HEAPPROF_DELTA_SAME_TYPES,
 	              cli_out_write, &o);
-	heapprof_delta_free(d);
 	if (rc < 0) {
 		cli_out_abort(&o);
 		if (rc == HEAPPROF_ETYPES)
@@ -247,9 +254,11 @@ cli_delta(int argc, char **argv)
 		else if (o.err)
 			cli_err("delta: %s: %s", out, heapprof_strerror(rc));
 		else
-			types_err(in[1], types ? types_arg : NULL, rc);
+			types_err(d, in[1], types ? types_arg : NULL, rc);
+		heapprof_delta_free(d);
 		goto done;
 	}
+	heapprof_delta_free(d);
 	rc = cli_out_commit(&o);
 	if (rc < 0) {
 		cli_err("delta: %s: %s", out, heapprof_strerror(rc));

@@ -337,6 +337,13 @@ HEAPPROF_API void heapprof_delta_reset(heapprof_delta *d);
 HEAPPROF_API int heapprof_delta_get_stats(const heapprof_delta *d,
                                           heapprof_delta_stats *st);
 
+/*! heapprof_delta_fault() :
+ *  After a call that failed on a malformed input: what was wrong, naming
+ *  the record, e.g. "location id 7: line has function 0" (for
+ *  HEAPPROF_EID), "sample at byte 120: 3 values for 4 sample types";
+ *  "" when the error code says all. Valid until the next call. */
+HEAPPROF_API const char *heapprof_delta_fault(const heapprof_delta *d);
+
 /* ------------------------------------------------------------------------
  * pprof toolkit: merge
  * ---------------------------------------------------------------------- */

@@ -7,6 +7,8 @@
  * pprof_inflate.c into the decoder's reusable buffer.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "heapprof.h"
@@ -47,15 +49,30 @@ heapprof__pprof_release(pprof_dec *d, void *pp, size_t bytes)
 	*p = NULL;
 }
 
+int
+heapprof__pprof_fault(pprof_dec *d, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(d->fault, sizeof d->fault, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
 /* ------------------------------------------------------------ id maps */
 
+/* The id map of recs (kind: "mapping", "function", "location", for
+ * faults). */
 static int
-idmap_build(pprof_dec *d, pprof_idmap *m, const pprof_rec *recs, size_t n)
+idmap_build(pprof_dec *d, pprof_idmap *m, const pprof_rec *recs, size_t n,
+            const char *kind)
 {
 	uint64_t max = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (recs[i].id == 0)
-			return HEAPPROF_EID;
+			return heapprof__pprof_fault(d, HEAPPROF_EID,
+			                             "%s %zu of %zu has id 0",
+			                             kind, i + 1, n);
 		if (recs[i].id > max)
 			max = recs[i].id;
 	}
@@ -88,14 +105,18 @@ idmap_build(pprof_dec *d, pprof_idmap *m, const pprof_rec *recs, size_t n)
 		uint64_t id = recs[i].id;
 		if (m->dense) {
 			if (m->slots[id])
-				return HEAPPROF_EID;
+				return heapprof__pprof_fault(
+					d, HEAPPROF_EID, "%s id %llu: duplicate",
+					kind, (unsigned long long)id);
 			m->slots[id] = (uint32_t)i + 1;
 			continue;
 		}
 		size_t h = id_hash(id) & mask;
 		while (m->slots[h]) {
 			if (recs[m->slots[h] - 1].id == id)
-				return HEAPPROF_EID;
+				return heapprof__pprof_fault(
+					d, HEAPPROF_EID, "%s id %llu: duplicate",
+					kind, (unsigned long long)id);
 			h = (h + 1) & mask;
 		}
 		m->slots[h] = (uint32_t)i + 1;
@@ -154,14 +175,15 @@ heapprof__pprof_dec_free(pprof_dec *d)
 	heapprof__pprof_release(d, &d->l_lines, d->l_lines_cap * sizeof(*d->l_lines));
 	heapprof__pprof_inflate_free(d);
 	heapprof__pprof_stream_free(d);
-	heapprof__pprof_snap_free(d);
 	pb_realloc_fn *rf = d->realloc_fn;
 	void *rctx = d->realloc_ctx;
 	size_t limit = d->limit;
 	bool keep = d->keep_records;
+	uint64_t gen = d->gen;
 	heapprof__pprof_dec_init(d, rf, rctx);
 	d->limit = limit;
 	d->keep_records = keep;
+	d->gen = gen + 1;
 }
 
 size_t
@@ -178,8 +200,6 @@ heapprof__pprof_dec_memory(const pprof_dec *d)
 	     d->s_vals_cap * sizeof(*d->s_vals) +
 	     d->s_labels_cap * sizeof(*d->s_labels) +
 	     d->l_lines_cap * sizeof(*d->l_lines);
-	b += d->snap.cap + d->snap.segcap * sizeof(pprof_seg) +
-	     d->snap.undocap * sizeof(struct pprof_undo);
 	return b + d->zbuf_cap + heapprof__pprof_stream_memory(d);
 }
 
@@ -203,11 +223,6 @@ clear_profile(pprof_dec *d)
 	d->loc_ids.used = d->func_ids.used = d->map_ids.used = 0;
 	d->loc_ids.dense = d->func_ids.dense = d->map_ids.dense = false;
 	d->records_same = false;
-	d->snap.same = d->keep_records && d->snap.valid;
-	d->snap.seg_at[0] = d->snap.seg_at[1] = d->snap.seg_at[2] = 0;
-	d->snap.mseg[0] = d->snap.mseg[1] = d->snap.mseg[2] = 0;
-	d->snap.resave = false;
-	d->snap.nundo = 0;
 }
 
 /* ------------------------------------------------------------ index pass */
@@ -262,24 +277,8 @@ push_rec(pprof_dec *d, pprof_rec **recs, size_t *n, size_t *cap,
 {
 	uint64_t id, addr = 0;
 	bool is_loc = kind == 1;
-	pprof_snap *s = &d->snap;
 	HP_TRY(want(f, PB_LEN));
-	if (!s->same || !heapprof__pprof_snap_match(d, kind, *n, f, &id, &addr)) {
-		s->same = false;
-		HP_TRY(parse_id(d->buf + d->len, f, &id,
-		                is_loc ? &addr : NULL));
-	}
-	/* Record n of the arrays is the snapshot's while it is valid: kept
-	 * to be put back if this open fails. */
-	if (s->valid && *n < (kind == 0 ? s->nmaps : is_loc ? s->nlocs : s->nfuncs)) {
-		HP_TRY(heapprof__pprof_grow(d, &s->undo, &s->undocap, s->nundo + 1,
-		                            sizeof(pprof_undo)));
-		pprof_undo *u = &s->undo[s->nundo++];
-		u->rec = (*recs)[*n];
-		u->addr = is_loc ? d->loc_addr[*n] : 0;
-		u->kind = (uint32_t)kind;
-		u->index = (uint32_t)*n;
-	}
+	HP_TRY(parse_id(d->buf + d->len, f, &id, is_loc ? &addr : NULL));
 	if (*n + 1 > *cap) {
 		/* locs and loc_addr share locs_cap; the cap only moves once
 		 * both have grown (same doubling policy, same result). */
@@ -299,38 +298,13 @@ push_rec(pprof_dec *d, pprof_rec **recs, size_t *n, size_t *cap,
 	return 0;
 }
 
-/* At a record of a kind, with the snapshot still matching: takes the
- * snapshot's segment of records that starts there if the input holds it
- * byte for byte (*done set, reader moved past it). */
-static int
-take_run(pprof_dec *d, int kind, uint32_t at, pb_reader *r, bool *done)
-{
-	pprof_snap *s = &d->snap;
-	size_t *n = kind == 0 ? &d->nmaps : kind == 1 ? &d->nlocs : &d->nfuncs;
-	*done = false;
-	if (!s->same || s->kseg[kind] == s->kseg[kind + 1])
-		return 0;
-	/* The arrays still hold the snapshot's records (snap.valid): the
-	 * run's are at [n, n + count) already. */
-	pprof_rec *recs = kind == 0 ? d->maps : kind == 1 ? d->locs : d->funcs;
-	size_t before = *n;
-	size_t l = heapprof__pprof_snap_bulk(d, kind, at, *n, recs);
-	if (!l)
-		return 0;
-	const pprof_seg *g = &s->segs[s->kseg[kind] + s->seg_at[kind] - 1];
-	*n = before + g->count;
-	r->p = d->buf + at + l;
-	*done = true;
-	return 0;
-}
-
 /* Indexes the fields of buf[from, len). */
 static int
 index_pass(pprof_dec *d, size_t from)
 {
 	pb_reader r;
 	pb_field f;
-	bool seen_time = false, done;
+	bool seen_time = false;
 	uint32_t first = UINT32_MAX, end = 0;
 	heapprof__pb_reader_init(&r, d->buf + from, d->len - from);
 	while (heapprof__pb_more(&r)) {
@@ -377,23 +351,14 @@ index_pass(pprof_dec *d, size_t from)
 			break;
 		}
 		case PPROF_MAPPING:
-			HP_TRY(take_run(d, 0, at, &r, &done));
-			if (done)
-				break;
 			HP_TRY(push_rec(d, &d->maps, &d->nmaps, &d->maps_cap, &f,
 			                0));
 			break;
 		case PPROF_LOCATION:
-			HP_TRY(take_run(d, 1, at, &r, &done));
-			if (done)
-				break;
 			HP_TRY(push_rec(d, &d->locs, &d->nlocs, &d->locs_cap, &f,
 			                1));
 			break;
 		case PPROF_FUNCTION:
-			HP_TRY(take_run(d, 2, at, &r, &done));
-			if (done)
-				break;
 			HP_TRY(push_rec(d, &d->funcs, &d->nfuncs, &d->funcs_cap,
 			                &f, 2));
 			break;
@@ -479,12 +444,14 @@ index_pass(pprof_dec *d, size_t from)
 
 /* What validate checks but the records. */
 static int
-validate_header(const pprof_dec *d)
+validate_header(pprof_dec *d)
 {
 	if (d->nstrings == 0)
 		return HEAPPROF_ESTRING0;
 	if (d->ntypes == 0 && d->nsamples != 0)
-		return HEAPPROF_EVALUES;
+		return heapprof__pprof_fault(d, HEAPPROF_EVALUES,
+		                             "%zu samples and no sample type",
+		                             d->nsamples);
 	for (size_t i = 0; i < d->ntypes; i++) {
 		CHECK_STR(d, d->types[i].type);
 		CHECK_STR(d, d->types[i].unit);
@@ -500,54 +467,21 @@ validate_header(const pprof_dec *d)
 	return 0;
 }
 
+/* The id maps and the records' checks. */
 static int
-validate(pprof_dec *d)
+validate_records(pprof_dec *d)
 {
-	HP_TRY(validate_header(d));
-	pprof_snap *sn = &d->snap;
-	pprof_idmap *maps[3] = {&d->map_ids, &d->func_ids, &d->loc_ids};
-	/* Byte-identical records, as many strings: validated last time. */
-	bool same = sn->same && d->nmaps == sn->nmaps && d->nlocs == sn->nlocs &&
-	            d->nfuncs == sn->nfuncs && d->nstrings == sn->nstrings;
-	/* The same records, some in another layout: the snapshot follows
-	 * the arrays' new offsets (its generation stays). */
-	if (same && sn->resave)
-		HP_TRY(heapprof__pprof_snap_save(d, false));
-	same = same && sn->valid;
-	if (same && sn->maps_gen == sn->gen) {
-		/* ... and the id maps built from them are still here. */
-		for (int k = 0; k < 3; k++) {
-			maps[k]->used = sn->maps_used[k];
-			maps[k]->dense = sn->maps_dense[k];
-		}
-		d->records_same = true;
-		return 0;
-	}
-	sn->maps_gen = 0;
-	HP_TRY(idmap_build(d, &d->map_ids, d->maps, d->nmaps));
-	HP_TRY(idmap_build(d, &d->func_ids, d->funcs, d->nfuncs));
-	HP_TRY(idmap_build(d, &d->loc_ids, d->locs, d->nlocs));
-	if (same) {
-		d->records_same = true;
-	} else {
-		HP_TRY(heapprof__pprof_validate_records(d));
-		if (d->keep_records)
-			HP_TRY(heapprof__pprof_snap_save(d, true));
-	}
-	if (d->keep_records && sn->valid) {
-		sn->maps_gen = sn->gen;
-		for (int k = 0; k < 3; k++) {
-			sn->maps_used[k] = maps[k]->used;
-			sn->maps_dense[k] = maps[k]->dense;
-		}
-	}
-	return 0;
+	HP_TRY(idmap_build(d, &d->map_ids, d->maps, d->nmaps, "mapping"));
+	HP_TRY(idmap_build(d, &d->func_ids, d->funcs, d->nfuncs, "function"));
+	HP_TRY(idmap_build(d, &d->loc_ids, d->locs, d->nlocs, "location"));
+	return heapprof__pprof_validate_records(d);
 }
 
 int
 heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 {
 	clear_profile(d);
+	d->fault[0] = '\0';
 	/* zbuf and the index are about to be this input's. */
 	d->st.dict_ok = false;
 	if (len == 0)
@@ -577,14 +511,13 @@ heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 	d->s_hard = d->buf + d->len;
 	rc = index_pass(d, 0);
 	if (rc == 0)
-		rc = validate(d);
-	if (rc < 0) {
-		/* The record arrays hold the snapshot's records again. */
-		heapprof__pprof_snap_undo(d);
+		rc = validate_header(d);
+	if (rc == 0)
+		rc = validate_records(d);
+	if (rc < 0)
 		clear_profile(d);
-	}
-	d->rec_gen = d->snap.gen;
-	d->rec_valid = d->snap.valid;
+	d->rec_gen = ++d->gen;
+	d->rec_valid = false;
 	return rc;
 }
 
@@ -607,11 +540,8 @@ heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read, void *arg)
 	size_t area = 0, n = 0, ns = 0;
 	bool same = false;
 	static const uint8_t none[1];
-	/* The stream's dictionary is the copy this mode keeps: the buffer
-	 * mode's snapshot goes, memory and all. */
-	if (d->snap.valid || d->snap.cap)
-		heapprof__pprof_snap_free(d);
 	d->st.on = false;
+	d->fault[0] = '\0';
 	int rc = heapprof__pprof_stream_open(d, read, arg, &area, &n, &ns, &same);
 	if (rc == 0) {
 		/* The non-sample fields, indexed as a profile of their own
@@ -631,19 +561,12 @@ heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read, void *arg)
 		d->nsamples += ns;
 		rc = validate_header(d);
 	}
-	if (rc == 0 && !same) {
-		rc = idmap_build(d, &d->map_ids, d->maps, d->nmaps);
-		if (rc == 0)
-			rc = idmap_build(d, &d->func_ids, d->funcs, d->nfuncs);
-		if (rc == 0)
-			rc = idmap_build(d, &d->loc_ids, d->locs, d->nlocs);
-		if (rc == 0)
-			rc = heapprof__pprof_validate_records(d);
-	}
+	if (rc == 0 && !same)
+		rc = validate_records(d);
 	if (rc < 0) {
 		clear_profile(d);
 		d->st.dict_ok = false;
-		d->rec_gen = ++d->snap.gen;
+		d->rec_gen = ++d->gen;
 		d->rec_valid = false;
 		return rc;
 	}
@@ -651,9 +574,9 @@ heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read, void *arg)
 	d->st.dict_ok = true;
 	d->st.dict_len = area;
 	if (!same)
-		d->snap.gen++;
+		d->gen++;
 	d->records_same = same && d->keep_records;
-	d->rec_gen = d->snap.gen;
+	d->rec_gen = d->gen;
 	d->rec_valid = d->keep_records;
 	return 0;
 }

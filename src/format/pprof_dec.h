@@ -165,72 +165,22 @@ typedef struct pprof_stream {
 	size_t hdr_len, hdr_cap;
 } pprof_stream;
 
-/* Copy of the last valid profile's mapping, location and function messages
- * (keep_records; internal, see pprof_snap.c). Their ids, lengths and
- * location addresses are the decoder's own record arrays, which still hold
- * that profile's records (an open that fails invalidates the snapshot);
- * a record's offset in the last input maps to the snapshot's bytes through
- * its segment: bytes offset = off + (record offset - in_at). An open that
- * fails puts back the records it changed (undo). */
-typedef struct pprof_undo {
-	pprof_rec rec;
-	uint64_t addr;
-	uint32_t kind, index;
-} pprof_undo;
-
-typedef struct pprof_seg {
-	uint32_t first, count; /* records [first, first + count) of a kind */
-	uint32_t off, len;     /* their bytes in pprof_snap.bytes */
-	uint32_t in_at;        /* where those bytes were in the last input */
-	uint32_t framed;       /* 1: whole fields (tags, lengths); 0: one
-	                        * record's payload only */
-} pprof_seg;
-
-typedef struct pprof_snap {
-	uint8_t *bytes;
-	size_t len, cap;
-	size_t nmaps, nlocs, nfuncs, nstrings;
-	/* Runs of consecutive fields of one kind (mapping, location,
-	 * function) as they were in the input, tags and lengths included:
-	 * an identical run in the next input is accepted with one compare.
-	 * Grouped by kind (kind k: segs[kseg[k]] .. segs[kseg[k + 1] - 1]);
-	 * seg_at is the next one to try while an open indexes. */
-	pprof_seg *segs;
-	size_t nsegs, segcap;
-	size_t kseg[4], seg_at[3];
-	size_t mseg[3];  /* per-record match: segment cursor per kind */
-	bool resave;     /* a record matched alone: its segment's layout
-	                  * changed, the snapshot is saved again */
-	/* The snapshot's records this open has replaced in the arrays (or
-	 * moved: matched alone), to put back if the open fails. */
-	struct pprof_undo *undo;
-	size_t nundo, undocap;
-	size_t kmax[3]; /* most records in one segment, per kind */
-	/* The id maps were built from exactly the snapshot's records
-	 * (maps_gen == gen): an open with the same records reuses them. */
-	uint64_t maps_gen;
-	size_t maps_used[3];
-	bool maps_dense[3];
-	uint64_t gen; /* bumped by every save */
-	bool valid, same;
-} pprof_snap;
-
 typedef struct pprof_dec {
 	/* --- configuration (set after init, before open) */
 	size_t limit; /* max raw or inflated size; default PPROF_DEC_DEFAULT_LIMIT */
-	/* Remember the last valid profile's mappings, locations and functions
-	 * (a copy of their bytes): an open whose records are byte-identical,
-	 * with as many strings, skips decoding and validating them again. For
-	 * a stream of profiles from one source (delta). Default off. */
+	/* Stream mode (open_read): an open whose dictionary area (all but
+	 * the samples and the header scalars) is byte for byte the last
+	 * valid open's keeps its index (pprof_stream.c). For a stream of
+	 * profiles from one source (delta). Default off. */
 	bool keep_records;
 	/* After open, with keep_records: true if the records were the last
-	 * valid open's (so were ids, addresses and the string count). */
+	 * valid open's (so were ids, addresses and the string count); only
+	 * stream mode knows them again. */
 	bool records_same;
-	/* After open, with keep_records: the generation of the records the
-	 * index holds (it changes whenever records_same is false, and after
-	 * an open that failed), and whether the next open can know them
-	 * again (rec_valid). Buffer mode: the snapshot's; stream mode: the
-	 * dictionary area's. */
+	/* After open: the generation of the records the index holds (it
+	 * changes whenever records_same is false, and after an open that
+	 * failed), and whether the next open can know them again
+	 * (rec_valid: a stream open with keep_records). */
 	uint64_t rec_gen;
 	bool rec_valid;
 
@@ -278,7 +228,11 @@ typedef struct pprof_dec {
 	pprof_label *s_labels;
 	pprof_line *l_lines;
 	size_t s_locs_cap, s_vals_cap, s_labels_cap, l_lines_cap;
-	pprof_snap snap;
+	uint64_t gen; /* rec_gen's counter */
+	/* What the last failed open or sample decoding found wrong, naming
+	 * the record ("location id 7: line has function 0"); "" if the error
+	 * code says all (cleared by each open). */
+	char fault[112];
 	/* inflate state, kept for reuse */
 	void *zs;
 	uint8_t *zbuf;
@@ -301,7 +255,7 @@ typedef struct pprof_sample_iter {
 void heapprof__pprof_dec_init(pprof_dec *d, pb_realloc_fn *rf, void *rctx);
 /* Releases everything the decoder holds. */
 void heapprof__pprof_dec_free(pprof_dec *d);
-/* Bytes the decoder holds (index, scratch, snapshot, inflate buffer; not
+/* Bytes the decoder holds (index, scratch, inflate buffer; not
  * zlib's own state). */
 size_t heapprof__pprof_dec_memory(const pprof_dec *d);
 

@@ -17,25 +17,9 @@ int heapprof__pprof_grow(pprof_dec *d, void *pp, size_t *cap, size_t need,
                          size_t elem);
 void heapprof__pprof_release(pprof_dec *d, void *pp, size_t bytes);
 
-/* Record snapshot (pprof_snap.c). match: record j of `kind` (0 mapping,
- * 1 location, 2 function) equals the snapshot's (then *id, *addr set;
- * before the decoder's record j is overwritten); save: copies the open
- * profile's records after it validated (new_gen: they are new records,
- * else the same ones in another layout); free. */
-bool heapprof__pprof_snap_match(pprof_dec *d, int kind, size_t j,
-                                const pb_field *f, uint64_t *id,
-                                uint64_t *addr);
-int heapprof__pprof_snap_save(pprof_dec *d, bool new_gen);
-/* If the input at offset `at` starts with the snapshot's segment of `kind`
- * records that begins at record n, byte for byte, moves the offsets of
- * recs[n...] (which still hold those records, ids, lengths and addresses)
- * into the input and returns the segment's length in bytes; else 0. */
-size_t heapprof__pprof_snap_bulk(pprof_dec *d, int kind, size_t at, size_t n,
-                                 pprof_rec *recs);
-void heapprof__pprof_snap_free(pprof_dec *d);
-/* After a failed open: the arrays' records the open replaced are put
- * back (the snapshot stays valid). */
-void heapprof__pprof_snap_undo(pprof_dec *d);
+/* Returns rc after writing fault (pprof_dec.fault): what was wrong. */
+int heapprof__pprof_fault(pprof_dec *d, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Validates every mapping, function and location (string indexes in
  * range, line functions resolvable); the id maps must be built. */

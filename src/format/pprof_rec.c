@@ -153,10 +153,15 @@ heapprof__pprof_mapping(const pprof_dec *d, size_t i, pprof_mapping *out)
 	return 0;
 }
 
-#define CHECK_STR(d, i)                                                        \
+/* String index i of field `what` of record `kind` id `id` in range. */
+#define CHECK_STR(d, kind, id, what, i)                                        \
 	do {                                                                   \
 		if ((i) >= (d)->nstrings)                                      \
-			return HEAPPROF_EINDEX;                                \
+			return heapprof__pprof_fault(                          \
+				d, HEAPPROF_EINDEX,                            \
+				"%s id %llu: %s is string %llu of %zu", kind,  \
+				(unsigned long long)(id), what,                \
+				(unsigned long long)(i), (d)->nstrings);       \
 	} while (0)
 
 int
@@ -165,25 +170,34 @@ heapprof__pprof_validate_records(pprof_dec *d)
 	for (size_t i = 0; i < d->nmaps; i++) {
 		pprof_mapping m;
 		HP_TRY(heapprof__pprof_mapping(d, i, &m));
-		CHECK_STR(d, m.filename);
-		CHECK_STR(d, m.build_id);
+		CHECK_STR(d, "mapping", d->maps[i].id, "filename", m.filename);
+		CHECK_STR(d, "mapping", d->maps[i].id, "build_id", m.build_id);
 	}
 	for (size_t i = 0; i < d->nfuncs; i++) {
 		pprof_function fn;
 		HP_TRY(heapprof__pprof_function(d, i, &fn));
-		CHECK_STR(d, fn.name);
-		CHECK_STR(d, fn.system_name);
-		CHECK_STR(d, fn.filename);
+		CHECK_STR(d, "function", d->funcs[i].id, "name", fn.name);
+		CHECK_STR(d, "function", d->funcs[i].id, "system_name",
+		          fn.system_name);
+		CHECK_STR(d, "function", d->funcs[i].id, "filename",
+		          fn.filename);
 	}
 	for (size_t i = 0; i < d->nlocs; i++) {
 		pprof_location l;
 		HP_TRY(heapprof__pprof_location(d, i, &l));
 		/* An unresolved mapping_id is allowed (pprof leaves it nil);
 		 * a line must name a function that exists. */
-		for (size_t k = 0; k < l.nlines; k++)
-			if (idmap_find(&d->func_ids, d->funcs,
-			               l.lines[k].function_id) < 0)
-				return HEAPPROF_EID;
+		for (size_t k = 0; k < l.nlines; k++) {
+			uint64_t f = l.lines[k].function_id;
+			if (idmap_find(&d->func_ids, d->funcs, f) < 0)
+				return heapprof__pprof_fault(
+					d, HEAPPROF_EID,
+					"location id %llu: line has function "
+					"%llu%s",
+					(unsigned long long)d->locs[i].id,
+					(unsigned long long)f,
+					f ? ", which does not exist" : "");
+		}
 	}
 	return 0;
 }

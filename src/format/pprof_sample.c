@@ -143,12 +143,20 @@ decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
 			break;
 		}
 	}
+	uint32_t at = d->s_at + (uint32_t)(data - d->s_win);
 	if (nv != d->ntypes)
-		return HEAPPROF_EVALUES;
+		return heapprof__pprof_fault(d, HEAPPROF_EVALUES,
+		                             "sample at byte %u: %zu values for "
+		                             "%zu sample types",
+		                             at, nv, d->ntypes);
 	for (size_t i = 0; i < nl; i++) {
 		long li = idmap_find(&d->loc_ids, d->locs, d->s_locs[i]);
 		if (li < 0)
-			return HEAPPROF_EID;
+			return heapprof__pprof_fault(
+				d, HEAPPROF_EID,
+				"sample at byte %u: location id %llu%s", at,
+				(unsigned long long)d->s_locs[i],
+				d->s_locs[i] ? " does not exist" : "");
 		d->s_lidx[i] = (uint32_t)li;
 	}
 	out->location_ids = d->s_locs;
@@ -158,7 +166,7 @@ decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
 	out->nvalues = nv;
 	out->labels = d->s_labels;
 	out->nlabels = nlab;
-	out->offset = d->s_at + (uint32_t)(data - d->s_win);
+	out->offset = at;
 	out->len = (uint32_t)len;
 	return 0;
 }

@@ -13,9 +13,8 @@
  * current values as "previous" and evict keys not seen for max_age calls.
  * Existing keys need no allocation, so once the key set stops growing a
  * call allocates nothing (all scratch keeps its capacity), unless it has
- * more keys with several samples (accumulator rows) than any call before,
- * or is the first whose dictionary is laid out anew (the decoder's record
- * snapshot sizes its undo log once); test_delta_alloc.c counts this.
+ * more keys with several samples (accumulator rows) than any call before;
+ * test_delta_alloc.c counts this.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -127,6 +126,12 @@ nomem:
 	return -ENOMEM;
 }
 
+HP_EXPORT const char *
+heapprof_delta_fault(const heapprof_delta *d)
+{
+	return d->dec.fault;
+}
+
 HP_EXPORT void
 heapprof_delta_free(heapprof_delta *d)
 {
@@ -139,7 +144,6 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->ncol,
 	                        (d->nnames ? d->nnames : 1) * sizeof(int32_t));
 	heapprof__delta_key_free(d);
-	heapprof__delta_release(d, &d->nvb, d->nvb_cap * sizeof(delta_nvb));
 	heapprof__dt_free(&d->lstrs);
 	heapprof__delta_release(d, &d->str_id, d->str_id_cap * 4);
 	heapprof__pprof_dec_free(&d->dec);
@@ -194,8 +198,7 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	           heapprof__dt_memory(&d->lstrs) +
 	           heapprof__dp_memory(&d->nodes) +
 	           heapprof__dp_memory(&d->keys);
-	b += heapprof__delta_prev_bytes(d, d->kcap) + d->kcap * 20 +
-	     d->nvb_cap * sizeof(delta_nvb);
+	b += heapprof__delta_prev_bytes(d, d->kcap) + d->kcap * 20;
 	b += heapprof__pprof_dec_memory(&d->dec);
 	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->str_id_cap * 4 +
 	     d->ptypes_cap +
@@ -259,8 +262,6 @@ emit(heapprof_delta *d)
 		const int64_t *prev = d->prev + (size_t)item->kid * nn;
 		uint32_t off = item->off;
 		uint64_t nz = 0;
-		if (off & DELTA_ITEM_SAME)
-			continue; /* delta all 0 */
 		/* (stream input: read on to the item's first sample) */
 		HP_TRY(heapprof__pprof_sample_seek(dec, &it, off));
 		uint32_t len = heapprof__delta_item_len(dec, off);
@@ -306,8 +307,6 @@ commit(heapprof_delta *d)
 	for (size_t i = 0; i < d->nitems; i++) {
 		const delta_item *item = &d->items[i];
 		uint32_t kp = d->kpos[item->kid];
-		if (item->off & DELTA_ITEM_SAME)
-			continue; /* values as committed last time */
 		if (!(kp & DELTA_KROW) || (kp & DELTA_KFIRST))
 			HP_TRY(heapprof__pprof_sample_seek(&d->dec, &it,
 			                                   item->off));

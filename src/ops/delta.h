@@ -29,14 +29,8 @@
  * sample's bytes (one sample in the usual wire form). */
 typedef struct delta_item {
 	uint32_t kid; /* key id */
-	uint32_t off; /* | DELTA_ITEM_SAME; inputs are under 2 GiB */
+	uint32_t off; /* inputs are under 2 GiB */
 } delta_item;
-
-/* delta_item.off flag: the sample's values field is, byte for byte, its
- * key's previous values for the subtracted types and 0 for the others
- * (delta_quick.c): its delta is all 0, emit drops it and commit leaves
- * prev as it is. */
-#define DELTA_ITEM_SAME 0x80000000u
 #define DELTA_ITEM_OFF 0x7fffffffu
 
 /* kpos[k] of a key seen in this call (kgen[k] == gen): its item's index,
@@ -53,12 +47,6 @@ typedef struct delta_item {
  * sample lengths there. */
 #define DELTA_VALS 0x80000000u
 
-/* A node's window of id bytes: w0 | w1 << 32 holds up to 7 bytes, their
- * count in the top byte (0: none); skip is the node ref after them. */
-typedef struct delta_nvb {
-	uint32_t skip, w0, w1;
-} delta_nvb;
-
 /* Most sample types the usual-form path decodes inline (more: the
  * decoder). */
 #define DELTA_MAXT 16
@@ -71,13 +59,6 @@ typedef struct delta_lcache {
 	uint32_t epoch, key, str, unit, id;
 	int64_t num;
 } delta_lcache;
-
-/* Per-call cache of one-label fields by their bytes (delta_quick.c). */
-#define DELTA_LBCACHE 1024
-typedef struct delta_lbcache {
-	uint32_t gen, len, ls;
-	uint64_t bytes;
-} delta_lbcache;
 
 /* heapprof_delta.slow_only, for tests: turn fast paths off so that their
  * output can be compared with the exact paths' byte for byte. */
@@ -121,28 +102,15 @@ struct heapprof_delta {
 	/* Prediction: the next sample is the key that followed the previous
 	 * one last time (knext), else the next key id; confirmed exactly. */
 	uint32_t khead, klast; /* first key of the last call; previous key */
-	uint64_t pred_hits, quick_hits; /* (tests) */
+	uint64_t pred_hits; /* (tests) */
 	/* loc_frame[location index] -> frame id or DELTA_NONE, filled as
 	 * samples need it; kept to the next call when the decoder finds its
 	 * records unchanged (lf_ok) and every location has an address:
-	 * records_same, and the decoder's snapshot still the one of the
-	 * profile loc_frame was filled for (lf_gen: an open that failed
-	 * may have saved another). */
+	 * records_same (read mode), and the decoder's records still the
+	 * ones loc_frame was filled for (lf_gen). */
 	bool lf_ok;
 	uint64_t lf_gen;
-	/* nvb[node - 1]: the bytes of the location ids a sample had for that
-	 * node and the ancestors after it, as many whole ids as fit 7 bytes,
-	 * under the current dictionary, and the node they lead to: a sample
-	 * whose packed ids are those bytes, window after window, is known to
-	 * be that stack without decoding them. Valid for the current call,
-	 * and across calls when loc_frame is. */
-	delta_nvb *nvb;
-	size_t nvb_cap;        /* >= nodes.n, but for a failed growth */
-	bool record;           /* this call records id bytes into nvb */
-	unsigned dict_changes; /* consecutive calls with a new dictionary */
-
 	delta_lcache lcache[DELTA_LCACHE];
-	delta_lbcache lbcache[DELTA_LBCACHE];
 	uint32_t lc_epoch; /* bumped when label set ids change */
 	dt_table lstrs;    /* label strings by content */
 	uint32_t *str_id;  /* input string index -> lstrs id (per call) */
@@ -234,14 +202,6 @@ link_key(heapprof_delta *d, uint32_t kid)
 	d->klast = kid;
 }
 
-
-/* The quick path (delta_quick.c): 1 if the sample at (off, len) was its
- * predicted key by its id bytes (values added), 0 if not, or an error;
- * record_bytes keeps, along the stack of node ref `node`, the id bytes of
- * the usual-form sample at (off, len) for the next call. */
-int heapprof__delta_quick(heapprof_delta *d, uint32_t off, uint32_t len);
-void heapprof__delta_record_bytes(heapprof_delta *d, uint32_t node,
-                                  uint32_t off, uint32_t len);
 
 /* Rebuilds the identity tables with the keys seen within max_age calls
  * only (eviction, delta_evict.c); key ids change. */

@@ -15,9 +15,8 @@
  * order (the key that followed the previous one, else the next key id) and
  * confirmed by walking the predicted key's stack against the sample's
  * frames: a profile written in the same order as the last one takes no
- * hash lookup. Anything else is looked up node by node. The quick path
- * (keys known by their location-id bytes) is in delta_quick.c, eviction
- * in delta_evict.c.
+ * hash lookup. Anything else is looked up node by node. Eviction is in
+ * delta_evict.c.
  */
 #include <errno.h>
 #include <string.h>
@@ -260,17 +259,8 @@ heapprof__delta_key_prepare(heapprof_delta *d)
 	HP_TRY(heapprof__delta_grow(d, &d->str_id, &d->str_id_cap,
 	                            dec->nstrings + 1, 4));
 	memset(d->str_id, 0xff, dec->nstrings * 4);
-	/* A stream whose dictionary changes at every call (alternating
-	 * sources, or a program whose new stacks renumber its locations each
-	 * time) would only pay for recording id bytes: after two such calls
-	 * in a row, every 8th call records. */
-	d->dict_changes = keep ? 0 : d->dict_changes + 1;
-	d->record = d->dict_changes <= 2 || d->gen % 8 == 0;
-	if (!keep) {
+	if (!keep)
 		memset(d->loc_frame, 0xff, dec->nlocs * 4);
-		if (d->nvb)
-			memset(d->nvb, 0, d->nvb_cap * sizeof(delta_nvb));
-	}
 	bool ok = dec->rec_valid;
 	for (size_t i = 0; i < dec->nlocs && ok; i++)
 		ok = dec->loc_addr[i] != 0;
@@ -326,15 +316,6 @@ key_intern(heapprof_delta *d, const uint32_t *fr, size_t nf, uint32_t ls,
 	for (size_t i = nf; i-- > 0; node = id + 1)
 		if (heapprof__dp_intern(&d->nodes, node, fr[i], &id) < 0)
 			return -ENOMEM;
-	if (d->nodes.n > d->nvb_cap) {
-		/* nvb[] has a row per node; new rows read as "none" (rows
-		 * past nodes.n stay 0: nodes go only with a compaction or a
-		 * reset, and then all of nvb is cleared). */
-		size_t old = d->nvb_cap;
-		HP_TRY(heapprof__delta_grow(d, &d->nvb, &d->nvb_cap, d->nodes.n,
-		                            sizeof(delta_nvb)));
-		memset(d->nvb + old, 0, (d->nvb_cap - old) * sizeof(delta_nvb));
-	}
 	int rc = heapprof__dp_intern(&d->keys, node, ls, &kid);
 	if (rc < 0)
 		return rc;
@@ -484,8 +465,7 @@ heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
 		}
 		return 0;
 	}
-	/* The one packed values field of a sample parse_usual or the quick
-	 * path took whole (one-byte tags), found by its tag. It was that
+	/* The one packed values field of a sample parse_usual took whole (one-byte tags), found by its tag. It was that
 	 * form when the call read it first: anything else now is an input
 	 * that changed between two reads of it. */
 	const uint8_t *q = heapprof__pprof_sbytes(&d->dec, off);
@@ -565,7 +545,6 @@ heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
 		} else {
 			HP_TRY(heapprof__delta_item_values(d, item, nt, a));
 		}
-		item->off &= ~DELTA_ITEM_SAME;
 		d->kpos[kid] = kp;
 	}
 	uint64_t *acc = d->acc + (size_t)(kp & DELTA_KROWS) * nt;
@@ -583,12 +562,7 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	uint32_t ls, kid, voff = DELTA_NONE;
 	int rc = 0;
 	if (off > DELTA_ITEM_OFF || len >= DELTA_VALS)
-		return HEAPPROF_ETOOBIG; /* item flags take the top bit */
-	if (!(d->slow_only & (DELTA_SLOW_NOKEY | DELTA_SLOW_NOPRED))) {
-		rc = heapprof__delta_quick(d, off, len);
-		if (rc != 0)
-			return rc < 0 ? rc : 0;
-	}
+		return HEAPPROF_ETOOBIG; /* offsets and lengths are 31 bits */
 	rc = d->slow_only & DELTA_SLOW_NOKEY
 	                 ? 0
 	                 : parse_usual(d, off, len, &nf, &ls, fv, &voff);
@@ -623,9 +597,6 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 		HP_TRY(key_intern(d, fr, nf, ls, &kid));
 	}
 	link_key(d, kid);
-	if (voff != DELTA_NONE && d->record)
-		heapprof__delta_record_bytes(d, heapprof__dp_a(&d->keys, kid),
-		                             off, len);
 	return heapprof__delta_add_values(d, kid, off, vals, voff);
 }
 

@@ -58,19 +58,16 @@ pair(heapprof_delta **fast, heapprof_delta **slow, unsigned max_age,
 	return 0;
 }
 
-/* What the fast computer's streams did: its predicted keys, and how many
- * of those the quick path (id bytes) confirmed. */
-static uint64_t st_pred, st_quick, st_calls, st_fail;
+/* What the fast computer's streams did: its predicted keys. */
+static uint64_t st_pred, st_calls, st_fail;
 
 static inline void
 stats(const char *name)
 {
-	fprintf(stderr, "  %s: %llu calls (%llu failed), predicted %llu, "
-	        "by id bytes %llu\n",
+	fprintf(stderr, "  %s: %llu calls (%llu failed), predicted %llu\n",
 	        name, (unsigned long long)st_calls,
-	        (unsigned long long)st_fail, (unsigned long long)st_pred,
-	        (unsigned long long)st_quick);
-	st_pred = st_quick = st_calls = st_fail = 0;
+	        (unsigned long long)st_fail, (unsigned long long)st_pred);
+	st_pred = st_calls = st_fail = 0;
 }
 
 /* pair_read: the fast computer reads its input through

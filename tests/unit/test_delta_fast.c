@@ -10,8 +10,8 @@
 #include "delta_build.h"
 #include "alloc_hook.h"
 
-/* The quick path (delta_key.c) knows samples by their location-id bytes
- * while consecutive profiles share their tables; when the tables change
+/* The computer keeps its location frames while consecutive profiles
+ * share their tables; when the tables change
  * (the same stacks under renumbered location ids) it must fall back to
  * the frames, and come back, without a value going wrong. */
 TEST(cache_survives_renumbered_tables)

@@ -408,7 +408,6 @@ run_stream(int stream, int nstk, int ncalls, unsigned max_age,
 		free(in.p);
 	}
 	st_pred += fast->pred_hits;
-	st_quick += fast->quick_hits;
 	gen_free(&g);
 	heapprof_delta_free(fast);
 	heapprof_delta_free(slow);
@@ -476,7 +475,6 @@ run_skip_stream(int stream, int nstk, int ncalls, unsigned fast_flags,
 		st_fail += rf < 0;
 	}
 	st_pred += fast->pred_hits;
-	st_quick += fast->quick_hits;
 	gen_free(&g);
 	heapprof_delta_free(fast);
 	heapprof_delta_free(slow);

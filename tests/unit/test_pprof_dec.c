@@ -286,6 +286,71 @@ TEST(error_id)
 	CHECK_EQ(open_spec(sp), HEAPPROF_EID);
 }
 
+static int
+discard_out(void *arg, const void *p, size_t n)
+{
+	(void)arg;
+	(void)p;
+	(void)n;
+	return 0;
+}
+
+/* The input of sp fails with `code`, and the decoder's fault and the
+ * delta computer's (heapprof_delta_fault) contain `want`. */
+static void
+fault_is(spec sp, int code, const char *want)
+{
+	buf b = build(sp);
+	pprof_dec d;
+	heapprof__pprof_dec_init(&d, NULL, NULL);
+	CHECK_EQ(heapprof__pprof_check(&d, b.p, b.len), code);
+	if (!strstr(d.fault, want))
+		T_FAIL("decoder fault '%s', want '%s'", d.fault, want);
+	heapprof__pprof_dec_free(&d);
+	heapprof_delta *dc;
+	REQUIRE_OK(heapprof_delta_new(&dc, NULL));
+	CHECK_EQ(heapprof_delta_compute(dc, b.p, b.len, 0, discard_out, NULL),
+	         code);
+	if (!strstr(heapprof_delta_fault(dc), want))
+		T_FAIL("delta fault '%s', want '%s'", heapprof_delta_fault(dc),
+		       want);
+	heapprof_delta_free(dc);
+	free(b.p);
+}
+
+/* Errors that name the fault: which record, what was wrong. */
+TEST(faults_name_the_record)
+{
+	spec sp = good();
+	sp.line_func = 0;
+	fault_is(sp, HEAPPROF_EID, "location id 1: line has function 0");
+	sp = good();
+	sp.line_func = 8;
+	fault_is(sp, HEAPPROF_EID,
+	         "location id 1: line has function 8, which does not exist");
+	sp = good();
+	sp.dup_func = 7;
+	fault_is(sp, HEAPPROF_EID, "function id 7: duplicate");
+	sp = good();
+	sp.loc_id = sp.sample_loc = 0;
+	fault_is(sp, HEAPPROF_EID, "location 1 of 1 has id 0");
+	sp = good();
+	sp.sample_loc = 2;
+	fault_is(sp, HEAPPROF_EID, ": location id 2 does not exist");
+	sp = good();
+	sp.ntypes = 2;
+	fault_is(sp, HEAPPROF_EVALUES, ": 1 values for 2 sample types");
+	/* a good profile has no fault */
+	sp = good();
+	buf b = build(sp);
+	heapprof_delta *dc;
+	REQUIRE_OK(heapprof_delta_new(&dc, NULL));
+	REQUIRE_OK(heapprof_delta_compute(dc, b.p, b.len, 0, discard_out, NULL));
+	CHECK_EQ(strlen(heapprof_delta_fault(dc)), 0);
+	heapprof_delta_free(dc);
+	free(b.p);
+}
+
 TEST(error_values)
 {
 	spec sp = good();
@@ -467,6 +532,7 @@ main(void)
 	RUN(error_index);
 	RUN(error_id);
 	RUN(error_values);
+	RUN(faults_name_the_record);
 	RUN(error_string0);
 	RUN(error_concat);
 	RUN(gzip_input_and_limits);

@@ -1,0 +1,3 @@
+module gopair
+
+go 1.19
