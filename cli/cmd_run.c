@@ -7,6 +7,7 @@
  * The command replaces this process (exec), so its exit status, signals
  * and pid are exactly its own.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -92,6 +93,47 @@ find_library(char *buf, size_t cap)
 	return -ENOENT;
 }
 
+/* --http's address as the library will take it (src/serve/http.c): HOST:PORT
+ * with a numeric address or localhost, loopback unless
+ * HEAPPROF_HTTP_ALLOW_REMOTE=1. 0, or a message for the user. */
+static const char *
+http_addr_problem(const char *spec)
+{
+	const char *colon = strrchr(spec, ':');
+	if (!colon || colon == spec || !colon[1] ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+	    strtol(colon + 1, NULL, 10) > 65535)
+		return "expected HOST:PORT, such as 127.0.0.1:6060";
+	char host[256];
+	size_t n = (size_t)(colon - spec);
+	if (n >= sizeof(host))
+		return "host too long";
+	memcpy(host, spec, n);
+	host[n] = 0;
+	char *h = host;
+	if (h[0] == '[' && n > 1 && h[n - 1] == ']') {
+		h[n - 1] = 0;
+		h++;
+	}
+	if (!strcmp(h, "localhost"))
+		h = "127.0.0.1";
+	struct in_addr a4;
+	struct in6_addr a6;
+	const char *ar = getenv("HEAPPROF_HTTP_ALLOW_REMOTE");
+	int remote = ar && !strcmp(ar, "1");
+	if (inet_pton(AF_INET, h, &a4) == 1)
+		return remote || (ntohl(a4.s_addr) >> 24) == 127
+		           ? NULL
+		           : "not a loopback address (HEAPPROF_HTTP_ALLOW_REMOTE=1 "
+		             "allows it)";
+	if (inet_pton(AF_INET6, h, &a6) == 1)
+		return remote || IN6_IS_ADDR_LOOPBACK(&a6)
+		           ? NULL
+		           : "not a loopback address (HEAPPROF_HTTP_ALLOW_REMOTE=1 "
+		             "allows it)";
+	return "the host must be a numeric address or localhost";
+}
+
 static int
 setenv_checked(const char *k, const char *v)
 {
@@ -128,6 +170,7 @@ cli_run(int argc, char **argv)
 	int64_t v;
 	int sig;
 	optind = 1;
+	opterr = 0; /* one message of ours, below */
 	/* '+': stop at the first non-option, so CMD's own flags are its. */
 	while ((c = getopt_long(argc, argv, "+r:o:i:s:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -141,8 +184,10 @@ cli_run(int argc, char **argv)
 				return 2;
 			break;
 		case 'o':
-			if (!*optarg) {
-				cli_err("run: -o: empty path");
+			if (!*optarg || optarg[0] == '-') {
+				/* `-o -- cmd` would name the file "--" */
+				cli_err("run: -o: expected a path, got '%s' (a path "
+				        "starting with - needs ./)", optarg);
 				return 2;
 			}
 			if (setenv_checked("HEAPPROF_OUT", optarg))
@@ -203,14 +248,16 @@ cli_run(int argc, char **argv)
 			if (setenv_checked("HEAPPROF_MODE", optarg))
 				return 2;
 			break;
-		case 'H':
-			if (!strchr(optarg, ':')) {
-				cli_err("run: --http '%s': expected HOST:PORT", optarg);
+		case 'H': {
+			const char *why = http_addr_problem(optarg);
+			if (why) {
+				cli_err("run: --http '%s': %s", optarg, why);
 				return 2;
 			}
 			if (setenv_checked("HEAPPROF_HTTP", optarg))
 				return 2;
 			break;
+		}
 		case 'P':
 			if (strncmp(optarg, "http://", 7) != 0) {
 				cli_err("run: --push '%s': expected an http:// URL", optarg);
@@ -249,7 +296,9 @@ cli_run(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
+			cli_err("run: unknown option or missing value: '%s' "
+			        "('heapprof run --help' lists the options)",
+			        argv[optind - 1]);
 			return 2;
 		}
 	}

@@ -179,6 +179,17 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!strcmp(argv[1], "help") && argc > 2) {
+		/* `heapprof help run`: the command's own help */
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (!strcmp(argv[2], commands[i].name)) {
+				char *av[] = {argv[2], "--help", NULL};
+				return commands[i].fn(2, av);
+			}
+		cli_err("unknown command '%s'", argv[2]);
+		usage(stderr);
+		return 2;
+	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {
 		usage(stdout);

@@ -139,9 +139,42 @@ read_gperftools_env(hp_config *c)
 		c->text = 1;
 }
 
+/* A HEAPPROF_* variable that is none of ours (HEAPPROF_OUTPUT for
+ * HEAPPROF_OUT) is named in one warning, not ignored in silence. */
+static void
+check_env_names(void)
+{
+	static const char *const known[] = {
+		"RATE", "OUT", "FORMAT", "INTERVAL", "SIGNAL", "UNWIND", "DEPTH",
+		"EXIT", "SYMBOLIZE", "MODE", "HTTP", "HTTP_ALLOW_REMOTE", "PUSH",
+		"PUSH_INTERVAL", "APP", "ONLY", "CHILDREN", "MAINPID", "LIBRARY",
+	};
+	extern char **environ;
+	if (getauxval(AT_SECURE) || !environ)
+		return;
+	for (char **e = environ; *e; e++) {
+		if (strncmp(*e, "HEAPPROF_", 9) != 0)
+			continue;
+		const char *name = *e + 9;
+		size_t len = strcspn(name, "=");
+		int ok = 0;
+		for (size_t i = 0; i < HP_ARRAY_LEN(known) && !ok; i++)
+			ok = strlen(known[i]) == len && !strncmp(known[i], name, len);
+		if (!ok) {
+			char msg[200];
+			snprintf(msg, sizeof(msg),
+			         "HEAPPROF_%.*s is not a heapprof variable: ignored "
+			         "(see libheapprof(3) or the README)",
+			         (int)(len < 60 ? len : 60), name);
+			heapprof__warn_dup(msg);
+		}
+	}
+}
+
 static void
 read_env(hp_config *c)
 {
+	check_env_names();
 	const char *v;
 	int64_t n;
 	if ((v = secure_getenv("HEAPPROF_RATE")) && *v) {

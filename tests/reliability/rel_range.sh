@@ -43,7 +43,7 @@ rcase() {
 			_t=$_how.rate$_r
 			[ $_r = 524288 ] && _t=$_how.default
 			_pre="LD_PRELOAD=$LIB" _bin=$P
-			[ $_how = linked ] && _pre="HEAPPROF_LINKED=1" _bin=${P}_linked
+			[ $_how = linked ] && _pre="RANGE_LINKED=1" _bin=${P}_linked
 			rm -f "$TMPD/$_n/$_t".*.pb.gz
 			run_t "$_n.$_t" 120 sh -c 'ulimit -v "$0" && exec "$@"' "$_u" \
 				env HEAPPROF_RATE=$_r HEAPPROF_OUT="$TMPD/$_n/$_t.%p.pb.gz" \
@@ -88,7 +88,7 @@ for _sym in symtab dwarf; do
 			_n=rel.range.sigexit.$_sym.rate$_r.$_how
 			[ $_r = 524288 ] && _n=rel.range.sigexit.$_sym.default.$_how
 			_pre="LD_PRELOAD=$LIB" _bin=$S
-			[ $_how = linked ] && _pre="HEAPPROF_LINKED=1" _bin=${S}_linked
+			[ $_how = linked ] && _pre="RANGE_LINKED=1" _bin=${S}_linked
 			_bad="" _i=0
 			while [ $_i -lt 20 ]; do
 				_i=$((_i + 1))
@@ -115,7 +115,7 @@ for _r in 1 524288; do
 	for _how in preload linked; do
 		_n=rel.range.longjmp.rate$_r.$_how
 		_pre="LD_PRELOAD=$LIB" _bin=$S
-		[ $_how = linked ] && _pre="HEAPPROF_LINKED=1" _bin=${S}_linked
+		[ $_how = linked ] && _pre="RANGE_LINKED=1" _bin=${S}_linked
 		_bad="" _i=0
 		while [ $_i -lt 5 ]; do
 			_i=$((_i + 1))
