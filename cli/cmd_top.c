@@ -17,6 +17,7 @@
 
 #include "heapprof.h"
 #include "cli.h"
+#include "strbuf.h"
 #include "pprof_dec.h"
 #include "prof_names.h"
 #include "top_fmt.h"
@@ -607,30 +608,6 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 	return 0;
 }
 
-typedef struct membuf {
-	uint8_t *p;
-	size_t len, cap;
-} membuf;
-
-static int
-membuf_write(void *arg, const void *p, size_t n)
-{
-	membuf *m = arg;
-	if (m->cap - m->len < n) {
-		size_t cap = m->cap ? m->cap * 2 : 65536;
-		while (cap - m->len < n)
-			cap *= 2;
-		uint8_t *nb = realloc(m->p, cap);
-		if (!nb)
-			return -ENOMEM;
-		m->p = nb;
-		m->cap = cap;
-	}
-	memcpy(m->p + m->len, p, n);
-	m->len += n;
-	return 0;
-}
-
 /* --base OLD: replaces *buf by NEW merged with -1 x OLD, as pprof's -base
  * does. Returns 0 or the exit status. */
 static int
@@ -644,9 +621,9 @@ subtract_base(uint8_t **buf, size_t *len, const char *path, const char *base)
 		return 1;
 	}
 	heapprof_merge_input in[2] = {{*buf, *len, 1.0}, {old, old_len, -1.0}};
-	membuf m = {0};
+	cli_strbuf m = {0};
 	size_t failed = 0;
-	rc = heapprof_merge_ex(in, 2, 0, 0, &failed, membuf_write, &m);
+	rc = heapprof_merge_ex(in, 2, 0, 0, &failed, cli_sb_write, &m);
 	free(old);
 	if (rc) {
 		cli_err("top: --base: %s: %s", failed == 1 ? base : path,
@@ -655,8 +632,8 @@ subtract_base(uint8_t **buf, size_t *len, const char *path, const char *base)
 		return 1;
 	}
 	free(*buf);
-	*buf = m.p;
-	*len = m.len;
+	*buf = (uint8_t *)m.p;
+	*len = m.n;
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "cli.h"
+#include "strbuf.h"
 #include "demangle.h"
 #include "prof_names.h"
 
@@ -398,30 +399,6 @@ cli_open_error(const char *cmd, const char *path, const uint8_t *buf,
 		cli_err("%s: %s: %s", cmd, path, heapprof_strerror(rc));
 }
 
-typedef struct growbuf {
-	uint8_t *p;
-	size_t len, cap;
-} growbuf;
-
-static int
-growbuf_write(void *arg, const void *p, size_t n)
-{
-	growbuf *m = arg;
-	if (m->cap - m->len < n) {
-		size_t cap = m->cap ? m->cap * 2 : 65536;
-		while (cap - m->len < n)
-			cap *= 2;
-		uint8_t *nb = realloc(m->p, cap);
-		if (!nb)
-			return -ENOMEM;
-		m->p = nb;
-		m->cap = cap;
-	}
-	memcpy(m->p + m->len, p, n);
-	m->len += n;
-	return 0;
-}
-
 int
 cli_read_profile(const char *path, uint8_t **out, size_t *len)
 {
@@ -430,15 +407,15 @@ cli_read_profile(const char *path, uint8_t **out, size_t *len)
 		return rc;
 	/* Legacy text (heapprof run --text, gperftools, Go debug=1): read
 	 * as pprof reads it, through the converter. */
-	growbuf m = {0};
-	rc = heapprof_legacy_to_pprof(*out, *len, 0, growbuf_write, &m, NULL);
+	cli_strbuf m = {0};
+	rc = heapprof_legacy_to_pprof(*out, *len, 0, cli_sb_write, &m, NULL);
 	if (rc < 0) {
 		free(m.p);
 		return 0; /* not legacy either: the decoder says what it is */
 	}
 	free(*out);
-	*out = m.p;
-	*len = m.len;
+	*out = (uint8_t *)m.p;
+	*len = m.n;
 	return 0;
 }
 

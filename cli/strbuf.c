@@ -85,3 +85,11 @@ cli_sb_free(cli_strbuf *b)
 	b->n = b->cap = 0;
 	b->err = 0;
 }
+
+int
+cli_sb_write(void *arg, const void *p, size_t n)
+{
+	cli_strbuf *b = arg;
+	cli_sb_add(b, p, n);
+	return b->err;
+}

@@ -19,5 +19,7 @@ void cli_sb_str(cli_strbuf *b, const char *s);
 void cli_sb_printf(cli_strbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void cli_sb_free(cli_strbuf *b);
+/* heapprof_write_fn over a cli_strbuf (arg): 0 or -ENOMEM. */
+int cli_sb_write(void *arg, const void *p, size_t n);
 
 #endif
