@@ -604,14 +604,6 @@ http_process(const struct pollfd *p, int n, int64_t now_ms)
 	}
 }
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The endpoint is off for good: the program closed our listening socket. */
 static void
 http_off(void)
@@ -637,7 +629,7 @@ http_main(void *arg)
 			http_off();
 			break;
 		}
-		int64_t now = mono_ms();
+		int64_t now = heapprof__mono_ms();
 		/* Wake at least every HTTP_CHECK_MS: a listening socket the
 		 * program closed under our poll() stays bound (and takes
 		 * connections nobody accepts) until poll() lets it go. */
@@ -651,7 +643,7 @@ http_main(void *arg)
 			http_off();
 			break;
 		}
-		http_process(pfd, r > 0 ? n : 0, mono_ms());
+		http_process(pfd, r > 0 ? n : 0, heapprof__mono_ms());
 	}
 	return NULL;
 }

@@ -147,14 +147,6 @@ escape(const char *s, char *out, size_t cap)
 	out[o] = 0;
 }
 
-static int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits for fd until the request's deadline; the descriptor must still be
  * ours (the program may close it: closefrom). */
 static int
@@ -165,7 +157,7 @@ wait_fd(const hp_kept_fd *k, short ev, int64_t deadline)
 	do {
 		if (!heapprof__fd_ours(k))
 			return -EBADF;
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - heapprof__mono_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
 		r = poll(&p, 1, heapprof__poll_timeout(left));
@@ -444,7 +436,7 @@ push_main(void *arg)
 			take_interval(10000);
 		}
 		while (qlen && now_s >= retry_at && !atomic_load(&stopped)) {
-			if (send_head(mono_ms() + POST_DEADLINE_MS, 1) != 0) {
+			if (send_head(heapprof__mono_ms() + POST_DEADLINE_MS, 1) != 0) {
 				backoff = backoff ? (backoff * 2 > 60 ? 60 : backoff * 2) : 1;
 				retry_at = now_s + backoff;
 				break;
@@ -461,9 +453,9 @@ heapprof__push_exit(void)
 {
 	if (!push_pid || push_pid != getpid())
 		return;
-	int64_t end = mono_ms() + EXIT_LOCK_MS;
+	int64_t end = heapprof__mono_ms() + EXIT_LOCK_MS;
 	int locked;
-	while (!(locked = pthread_mutex_trylock(&push_lock) == 0) && mono_ms() < end) {
+	while (!(locked = pthread_mutex_trylock(&push_lock) == 0) && heapprof__mono_ms() < end) {
 		struct timespec ts = {0, 5 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
@@ -474,7 +466,7 @@ heapprof__push_exit(void)
 	}
 	atomic_store(&stopped, 1);
 	take_interval(2000);
-	int64_t deadline = mono_ms() + EXIT_PUSH_MS;
+	int64_t deadline = heapprof__mono_ms() + EXIT_PUSH_MS;
 	while (qlen && send_head(deadline, 0) == 0)
 		;
 	pthread_mutex_unlock(&push_lock);

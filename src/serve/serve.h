@@ -14,9 +14,19 @@
 #include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/types.h>
 
 #include "../collect/collect.h"
+
+/* Milliseconds of CLOCK_MONOTONIC (deadlines of the endpoint and push). */
+HP_INLINE int64_t
+heapprof__mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* Constructor time: the dump signal's handler, the endpoint's and the
  * push's threads. */
