@@ -26,7 +26,12 @@ make -s -C "$REPO" -j2 -k sanitize >"$TMPD/build.log" 2>&1
 # TSan: halt at the first report. second_deadlock_stack: both stacks of a
 # lock-order inversion. report_signal_unsafe: malloc in a signal handler.
 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 report_signal_unsafe=1"
-ASAN_OPTIONS="halt_on_error=1 exitcode=66 detect_leaks=1 strict_string_checks=1 check_initialization_order=1 detect_invalid_pointer_pairs=1"
+# detect_leaks=0: LLVM 14's LeakSanitizer crashes now and then in its own
+# tracer at exit ("Tracer caught signal 11 ... LeakSanitizer has
+# encountered a fatal error", about 1 run in 3 here) while the endpoint's
+# and push's threads run; a flaky check is worse than none in CI. Set
+# SAN_LEAKS=1 to turn it back on.
+ASAN_OPTIONS="halt_on_error=1 exitcode=66 detect_leaks=${SAN_LEAKS:-0} strict_string_checks=1 check_initialization_order=1 detect_invalid_pointer_pairs=1"
 UBSAN_OPTIONS="halt_on_error=1 exitcode=66 print_stacktrace=1"
 export TSAN_OPTIONS ASAN_OPTIONS UBSAN_OPTIONS
 for v in tsan asan ubsan; do
