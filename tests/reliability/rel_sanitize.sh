@@ -28,7 +28,7 @@ make -s -C "$REPO" -j2 -k sanitize >"$TMPD/build.log" 2>&1
 TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 report_signal_unsafe=1"
 # detect_leaks=0: LLVM 14's LeakSanitizer crashes now and then in its own
 # tracer at exit ("Tracer caught signal 11 ... LeakSanitizer has
-# encountered a fatal error", about 1 run in 3 here) while the endpoint's
+# encountered a fatal error", 1 of the last 4 runs here) while the endpoint's
 # and push's threads run; a flaky check is worse than none in CI. Set
 # SAN_LEAKS=1 to turn it back on.
 ASAN_OPTIONS="halt_on_error=1 exitcode=66 detect_leaks=${SAN_LEAKS:-0} strict_string_checks=1 check_initialization_order=1 detect_invalid_pointer_pairs=1"
