@@ -59,6 +59,14 @@ static _Atomic int pending;
 /* When the next periodic dump is due (CLOCK_MONOTONIC_COARSE ms;
  * INT64_MAX: never); advanced under dump_lock. */
 static _Atomic int64_t next_due = INT64_MAX;
+/* No signal-requested dump starts before this (CLOCK_MONOTONIC ms): after
+ * a dump that took D ms, the next one waits 9 D, so that a flood of dump
+ * signals keeps the program dumping at most a tenth of the time instead of
+ * starving it (a handler that dumps for longer than the gap between two
+ * signals would otherwise never return to the program). Requests that
+ * arrive meanwhile stay pending and are coalesced into one dump. Written
+ * under dump_lock. */
+static _Atomic int64_t quiet_until;
 static int64_t period_ms;       /* written once at start */
 int heapprof__serve_armed;      /* written once at start */
 
@@ -442,18 +450,21 @@ dump_file(const char *path, int own_stack)
 static int
 is_due(int64_t now)
 {
-	return atomic_load_explicit(&pending, memory_order_relaxed) ||
+	return (atomic_load_explicit(&pending, memory_order_relaxed) &&
+	        now >= atomic_load_explicit(&quiet_until, memory_order_relaxed)) ||
 	       now >= atomic_load_explicit(&next_due, memory_order_relaxed);
 }
 
 /* With dump_lock held: the template dumps that are due, at most two in a
- * row (a signal storm must not keep a thread here). */
+ * row (a signal storm must not keep a thread here), each signal-requested
+ * one only once the quiet time after the last has passed. */
 static void
 run_due_locked(void)
 {
 	for (int i = 0; i < 2 && !atomic_load(&exiting); i++) {
-		int64_t now = mono_ms(CLOCK_MONOTONIC_COARSE);
-		int due = atomic_exchange(&pending, 0);
+		int64_t now = mono_ms(CLOCK_MONOTONIC);
+		int due = now >= atomic_load(&quiet_until) &&
+		          atomic_exchange(&pending, 0);
 		int64_t next = atomic_load(&next_due);
 		if (now >= next) {
 			due = 1;
@@ -465,6 +476,8 @@ run_due_locked(void)
 		if (!due)
 			break;
 		dump_file(NULL, 1);
+		int64_t end = mono_ms(CLOCK_MONOTONIC);
+		atomic_store(&quiet_until, end + 9 * (end - now));
 	}
 }
 
@@ -498,7 +511,10 @@ heapprof__serve_thread_due(void)
 		run_due_locked();
 		unlock_from(me);
 	}
-	int64_t left = atomic_load(&next_due) - mono_ms(CLOCK_MONOTONIC_COARSE);
+	int64_t now = mono_ms(CLOCK_MONOTONIC_COARSE);
+	int64_t left = atomic_load(&next_due) - now;
+	if (atomic_load(&pending) && atomic_load(&quiet_until) - now < left)
+		left = atomic_load(&quiet_until) - now; /* a coalesced request */
 	/* A signal that found the lock taken: look again within a second. */
 	if (heapprof__cfg.signal > 0 && left > 1000)
 		left = 1000;

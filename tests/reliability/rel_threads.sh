@@ -112,6 +112,18 @@ else fail rel.dlchurn "exit $RC: $(head -2 "$TMPD/dl.out") $(head -c 300 "$TMPD/
 last=$(ls "$TMPD" | grep '^dl\.[0-9]*\.pb\.gz$' | sed 's/dl\.\([0-9]*\)\.pb\.gz/\1/' | sort -n | tail -1)
 [ -n "$last" ] && parses rel.dlchurn.parses "$TMPD/dl.$last.pb.gz"
 
+# A flood of dump signals (every 200 us) while each dump takes milliseconds
+# (20 000 buckets at rate 1): the program must still get its work done.
+# Before signal dumps were spaced (dump.c quiet_until), the handler dumped
+# for longer than the gap between two signals and the program's 2 s sleep
+# never ended (1 100 files in 30 s).
+d=$TMPD/storm; mkdir -p "$d"
+run_t rel.signal_storm.progress 120 env HEAPPROF_RATE=1 HEAPPROF_SIGNAL=USR2 HEAPPROF_EXIT=0 \
+	HEAPPROF_OUT="$d/s.%n.pb.gz" LD_PRELOAD="$LIB" "$P/rprog_sigstorm" 20000 2 >"$d/out" 2>"$d/err"
+n=$(ls "$d" | grep -c '\.pb\.gz$')
+if [ $RC -eq 0 ] && grep -q '^ok slept' "$d/out" && [ "$n" -ge 1 ]; then pass rel.signal_storm.progress
+else fail rel.signal_storm.progress "exit $RC, $n profiles: $(head -c 300 "$d/err")"; fi
+
 # T23: exit from a thread, atexit handlers and destructors that allocate,
 # quick_exit, _exit, return from main; threads allocate throughout.
 for m in thread:3 atexit:4 quick:5 _exit:6 main:7; do
