@@ -71,7 +71,9 @@ typedef int(heapprof_write_fn)(void *arg, const void *buf, size_t len);
  * ---------------------------------------------------------------------- */
 
 /*! heapprof_active() :
- *  @return : 1 if the profiler is installed and sampling, 0 if not. */
+ *  @return : 1 if the profiler is installed and sampling, 0 if not (also
+ *  when the library was loaded with dlopen after start-up: the program's
+ *  malloc is then libc's, and nothing is sampled). */
 HEAPPROF_API int heapprof_active(void);
 
 /*! heapprof_dump() :

@@ -106,6 +106,8 @@ extern HP_HIDDEN _Atomic int heapprof__ready;
  * tail-called, the normal case) or an entry point's (it was not). */
 #define HP_ENTRY __attribute__((section("heapprof_entry"), visibility("default")))
 extern HP_HIDDEN const char __start_heapprof_entry[], __stop_heapprof_entry[];
+/* 1 if the program's malloc is ours (not so when dlopen'd), interpose.c */
+HP_HIDDEN int heapprof__interposing(void);
 
 /* The next allocator's functions (glibc's, or another preloaded one). */
 typedef struct hp_next {

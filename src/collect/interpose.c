@@ -12,6 +12,7 @@
  * allocator or to its slow path (slowpath.c), whose return address is then
  * the program's call site.
  */
+#include <dlfcn.h>
 #include <malloc.h>
 #include <stdlib.h>
 
@@ -121,4 +122,25 @@ malloc_usable_size(void *p)
 	if (HP_UNLIKELY(heapprof__range_owns(p)))
 		return heapprof__slow_usable_size(p);
 	return heapprof__next.malloc_usable_size(p);
+}
+
+/* Whether the program's malloc is this one: not so when the library was
+ * loaded with dlopen after start-up (libc's malloc comes first in every
+ * lookup scope, so nothing reaches these entry points). For
+ * heapprof_active(); asked once, the answer cannot change afterwards. */
+HP_HIDDEN int
+heapprof__interposing(void)
+{
+#ifdef HP_ENTRY_RENAMED
+	return 1; /* the sanitizer build's driver calls hp_malloc itself */
+#else
+	static _Atomic int known; /* 0 not asked yet, 1 yes, 2 no */
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+	if (!k) {
+		const char *f = dlsym(RTLD_DEFAULT, "malloc");
+		k = f >= __start_heapprof_entry && f < __stop_heapprof_entry ? 1 : 2;
+		atomic_store_explicit(&known, k, memory_order_relaxed);
+	}
+	return k == 1;
+#endif
 }

@@ -760,7 +760,8 @@ HP_EXPORT int
 heapprof_active(void)
 {
 	return atomic_load_explicit(&heapprof__ready, memory_order_acquire) &&
-	       atomic_load_explicit(&heapprof__cfg.rate, memory_order_relaxed) > 0;
+	       atomic_load_explicit(&heapprof__cfg.rate, memory_order_relaxed) > 0 &&
+	       heapprof__interposing();
 }
 
 HP_EXPORT int
