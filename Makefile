@@ -108,7 +108,8 @@ RTEST_BIN := $(patsubst tests/reliability/%.c,$(B)/tests/%,$(RTEST_C)) \
 	$(patsubst tests/reliability/%.cc,$(B)/tests/%,$(RTEST_CC)) \
 	$(B)/tests/librchurn.so $(B)/tests/rprog_secure_linked \
 	$(B)/tests/rprog_numbers_linked \
-	$(B)/tests/rprog_range_linked $(B)/tests/rprog_sigexit_linked
+	$(B)/tests/rprog_range_linked $(B)/tests/rprog_sigexit_linked \
+	$(B)/tests/rprog_serve_linked
 # rprog_unwind: -O2 without frame pointers, so only CFI can walk it.
 $(B)/tests/rprog_unwind: tests/reliability/rprog_unwind.c
 	@mkdir -p $(dir $@)
@@ -128,6 +129,11 @@ $(B)/tests/librchurn.so: tests/reliability/rlib_churn.c
 $(B)/tests/rprog_secure_linked: tests/reliability/rprog_secure.c $(B)/libheapprof.a
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -o $@ $< $(B)/libheapprof.a $(LIBS)
+# rprog_serve_linked: -rdynamic, so that the API it looks up with dlsym
+# (heapprof_dump) is found in the executable.
+$(B)/tests/rprog_serve_linked: tests/reliability/rprog_serve.c $(B)/libheapprof.a
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -rdynamic $(WARN) -Iinclude -o $@ $< $(B)/libheapprof.a $(LIBS)
 # rprog_*_linked: the same program with the static library linked in.
 $(B)/tests/rprog_%_linked: tests/reliability/rprog_%.c $(B)/libheapprof.a
 	@mkdir -p $(dir $@)

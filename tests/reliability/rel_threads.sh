@@ -10,7 +10,8 @@ command -v go >/dev/null 2>&1 && HAVE_GO=1
 P="$PROG"
 
 # T9 + T17: mimalloc test-stress pattern; dumps every second and on USR2,
-# which a child sends 1000 times a second. At rate 1 the exit profile has
+# which a child sends 1000 times a second (dumps are spaced, see
+# rel.signal_storm.progress). At rate 1 the exit profile has
 # exactly the blocks left in the transfer array.
 OPS=$(by_tier 15000 100000)
 for rate in 1 524288; do
@@ -25,7 +26,10 @@ for rate in 1 524288; do
 		continue
 	fi
 	n=$(ls "$d" | grep -c '\.pb\.gz$')
-	if [ "$n" -ge 3 ]; then pass rel.stress.rate$rate.storm_dumps; else fail rel.stress.rate$rate.storm_dumps "only $n profiles"; fi
+	# At least one dump during the run besides the exit one: signal dumps
+	# are spaced by 9x the last one's time (a flood must not starve the
+	# program), and a run lasts about half a second.
+	if [ "$n" -ge 2 ]; then pass rel.stress.rate$rate.storm_dumps; else fail rel.stress.rate$rate.storm_dumps "only $n profiles"; fi
 	if ls "$d" | grep -q '\.tmp\.'; then
 		fail rel.stress.rate$rate.no_temp_left "$(ls "$d" | grep '\.tmp\.' | head -3)"
 	else
