@@ -12,6 +12,11 @@
  *   HEAPPROF_UNWIND    dwarf (default), fp, or libunwind (opt-in only)
  *   HEAPPROF_DEPTH     frames per stack, 1..64 (64)
  *   HEAPPROF_EXIT      1 (default): dump at exit; 0: don't
+ *   HEAPPROF_WRITE_EMPTY 1: write the exit profile of a process that
+ *                      sampled nothing too (default 0: none is written)
+ *   HEAPPROF_RUN_STATUS set by `heapprof run`: a file to which a process
+ *                      that wrote no exit profile (nothing sampled)
+ *                      appends one byte, so the run can count them
  *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
  *                      tables; dwarf: file:line and inlined frames (libdw,
  *                      loaded at start-up: dumps may run inside malloc or a
@@ -148,6 +153,7 @@ check_env_names(void)
 		"RATE", "OUT", "FORMAT", "INTERVAL", "SIGNAL", "UNWIND", "DEPTH",
 		"EXIT", "SYMBOLIZE", "MODE", "HTTP", "HTTP_ALLOW_REMOTE", "PUSH",
 		"PUSH_INTERVAL", "APP", "ONLY", "CHILDREN", "MAINPID", "LIBRARY",
+		"WRITE_EMPTY", "RUN_STATUS",
 	};
 	extern char **environ;
 	if (getauxval(AT_SECURE) || !environ)
@@ -224,6 +230,12 @@ read_env(hp_config *c)
 			c->at_exit = v[0] == '1';
 		else
 			warn_env("HEAPPROF_EXIT", v, "is not 0 or 1", "1");
+	}
+	if ((v = secure_getenv("HEAPPROF_WRITE_EMPTY")) && *v) {
+		if (!strcmp(v, "0") || !strcmp(v, "1"))
+			c->write_empty = v[0] == '1';
+		else
+			warn_env("HEAPPROF_WRITE_EMPTY", v, "is not 0 or 1", "0");
 	}
 	if ((v = secure_getenv("HEAPPROF_SYMBOLIZE")) && *v) {
 		if (!strcmp(v, "none"))
@@ -506,14 +518,11 @@ heapprof_init(void)
 		hp_leave(t);
 		return;
 	}
-	if (heapprof__stack_init() != 0)
+	/* What the unwinder cannot do later (stack.c): /proc/self/maps read
+	 * by pthread_getattr_np, libunwind's loading. Nothing otherwise. */
+	if (heapprof__stack_init(t) != 0)
 		heapprof__warn("HEAPPROF_UNWIND=libunwind: libunwind.so.8 not "
 		               "found; using the default (dwarf) unwinder");
-	/* Warm the unwinder up: this thread's stack bounds (pthread_getattr_np
-	 * reads /proc/self/maps for the main thread: not in a signal handler
-	 * later), and libunwind's first use, which allocates and loads. */
-	uint64_t warm[4];
-	heapprof__stack_capture(t, 0, warm, 4);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (heapprof__cfg.at_exit || heapprof__cfg.push[0])
 		atexit(exit_dump); /* the exit dump, and push's last interval */
