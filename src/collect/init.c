@@ -44,6 +44,7 @@
 
 #include "collect.h"
 #include "../serve/serve.h"
+#include "lazylibs.h"
 #include "parse.h"
 
 hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1,
@@ -114,6 +115,36 @@ warn_env(const char *var, const char *val, const char *why, const char *dflt)
 
 /* ------------------------------------------------------------------ options */
 
+/* The HEAPPROF* entries of the environment, found in one pass: the
+ * constructor reads some 25 variables, and secure_getenv walked the whole
+ * environment for each (7 k instructions of every start-up, issue 15).
+ * Empty in a setuid or setgid process (AT_SECURE), as secure_getenv. */
+#define NENV 48
+static const char *hp_env[NENV]; /* constructor only */
+static int hp_nenv;
+
+static void
+scan_env(void)
+{
+	extern char **environ;
+	if (getauxval(AT_SECURE) || !environ)
+		return;
+	for (char **e = environ; *e && hp_nenv < NENV; e++)
+		if (!strncmp(*e, "HEAPPROF", 8))
+			hp_env[hp_nenv++] = *e;
+}
+
+static const char *
+env_get(const char *name)
+{
+	size_t n = strlen(name);
+	for (int i = 0; i < hp_nenv; i++)
+		if (!strncmp(hp_env[i], name, n) && hp_env[i][n] == '=')
+			return hp_env[i] + n + 1;
+	return NULL;
+}
+#define secure_getenv env_get /* below: only HEAPPROF* names are read */
+
 /* gperftools' HEAPPROFILE=prefix, when HEAPPROF_OUT is unset: its file
  * names, prefix.PID.NNNN.heap (serve_path's %P: the pid in five digits,
  * %N: 0001, 0002, ...), in legacy text unless HEAPPROF_FORMAT is set. */
@@ -144,6 +175,7 @@ read_gperftools_env(hp_config *c)
 		c->text = 1;
 }
 
+
 /* A HEAPPROF_* variable that is none of ours (HEAPPROF_OUTPUT for
  * HEAPPROF_OUT) is named in one warning, not ignored in silence. */
 static void
@@ -155,13 +187,10 @@ check_env_names(void)
 		"PUSH_INTERVAL", "APP", "ONLY", "CHILDREN", "MAINPID", "LIBRARY",
 		"WRITE_EMPTY", "RUN_STATUS",
 	};
-	extern char **environ;
-	if (getauxval(AT_SECURE) || !environ)
-		return;
-	for (char **e = environ; *e; e++) {
-		if (strncmp(*e, "HEAPPROF_", 9) != 0)
+	for (int k = 0; k < hp_nenv; k++) {
+		if (strncmp(hp_env[k], "HEAPPROF_", 9) != 0)
 			continue;
-		const char *name = *e + 9;
+		const char *name = hp_env[k] + 9;
 		size_t len = strcspn(name, "=");
 		int ok = 0;
 		for (size_t i = 0; i < HP_ARRAY_LEN(known) && !ok; i++)
@@ -180,6 +209,7 @@ check_env_names(void)
 static void
 read_env(hp_config *c)
 {
+	scan_env();
 	check_env_names();
 	const char *v;
 	int64_t n;
@@ -526,6 +556,12 @@ heapprof_init(void)
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (heapprof__cfg.at_exit || heapprof__cfg.push[0])
 		atexit(exit_dump); /* the exit dump, and push's last interval */
+	/* Dumps that may run in a signal handler or inside malloc, and the
+	 * endpoint's and push's: libz and libm now, not at their first use
+	 * (src/so/libs.c). Otherwise the first dump loads them. */
+	if (heapprof__cfg.signal || heapprof__cfg.interval || heapprof__cfg.http[0] ||
+	    heapprof__cfg.push[0])
+		heapprof__lazy_libs();
 	heapprof__serve_start();
 	/* No distance yet: the first allocation after this draws one and
 	 * is charged against it (sampler.c), as in every new thread. */
