@@ -72,7 +72,7 @@ $(B)/obj/%.o: %.c
 EAGER_OBJ := $(filter-out %/snapshot.o,$(COLLECT_OBJ)) $(COMMON_OBJ) \
 	$(B)/obj/src/serve/dump.o
 $(EAGER_OBJ): ALLCFLAGS += -fno-plt
-SO_OBJ  := $(LIB_OBJ) $(B)/obj/src/so/libs.o
+SO_OBJ  := $(filter-out %/libfns.o,$(LIB_OBJ)) $(B)/obj/src/so/libs.o
 SO_LIBS := -ldl -lpthread
 $(B)/libheapprof.so: $(SO_OBJ) src/collect/exports.map
 	$(CC) -shared -Wl,-z,nodelete -Wl,--version-script=src/collect/exports.map -o $@ $(SO_OBJ) $(SO_LIBS)

@@ -30,7 +30,8 @@ while getopts p:n:o: opt; do
 done
 [ -n "$DIR" ] || DIR=$(mktemp -d /tmp/heapprof-cost.XXXXXX)
 mkdir -p "$DIR"
-make -s build/heapprof build/libheapprof.so build/bench/libshim.so build/bench/timeit >&2 || exit 1
+[ -n "${HEAPPROF_LIB:-}" ] || make -s build/libheapprof.so >&2 || exit 1
+make -s build/heapprof build/bench/libshim.so >&2 || exit 1
 LIB=${HEAPPROF_LIB:-$ROOT/build/libheapprof.so}
 SHIM=$ROOT/build/bench/libshim.so
 has() { case ",$PARTS," in *",$1,"*) return 0 ;; esac; return 1; }

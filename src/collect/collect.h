@@ -83,6 +83,7 @@ typedef struct hp_config {
 	char app[256];          /* application name for push */
 	int symbolize;          /* 0 none, 1 ELF symbol tables, 2 DWARF */
 	int write_empty;        /* exit profile even if nothing was sampled */
+	int fsync;              /* fsync each file before its rename */
 } hp_config;
 
 /* Written once by the constructor before sampling is enabled; read-only
