@@ -37,6 +37,16 @@ else
 	fail rel.cost.bad_value "$(head -c 300 "$TMPD/bad.err")"
 fi
 
+# LD_BIND_NOW=1 (every symbol bound at load): libz and libm, which
+# libheapprof.so loads only for its first dump, must not be needed then.
+run_t rel.cost.bind_now 60 env LD_BIND_NOW=1 HEAPPROF_RATE=1 HEAPPROF_OUT="$d/b.%p.pb.gz" \
+	LD_PRELOAD="$LIB" "$P/rprog_exit" main >/dev/null 2>"$TMPD/bind.err"
+if [ "$RC" -eq 7 ] && ls "$d" | grep -q '^b\.' && ! grep -q 'symbol' "$TMPD/bind.err"; then
+	parses rel.cost.bind_now "$d"/b.*.pb.gz
+else
+	fail rel.cost.bind_now "status $RC: $(head -c 300 "$TMPD/bind.err")"
+fi
+
 # --- a process that sampled writes, and so does its child (it inherits
 # the parent's samples) even if the child samples nothing itself
 d=$TMPD/sampled; mkdir -p "$d"
