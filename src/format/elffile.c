@@ -561,10 +561,7 @@ pass_symtab(const heapprof_elf *e, const ehdr *h, const shdr *st,
 		    s.shndx == SHN_UNDEF || s.value == 0 || s.name == 0 ||
 		    s.name >= str.size)
 			continue;
-		const char *nm = strs + s.name;
-		if (!memchr(nm, '\0', str.size - s.name))
-			continue;
-		nf++;
+		nf++; /* before its name is checked: differs only for hostile tables */
 		size_t lo = 0, hi = n; /* first vaddr >= s.value */
 		while (lo < hi) {
 			size_t mid = lo + (hi - lo) / 2;
@@ -573,7 +570,13 @@ pass_symtab(const heapprof_elf *e, const ehdr *h, const shdr *st,
 			else
 				hi = mid;
 		}
-		if (lo == n)
+		/* Most symbols can be neither the nearest below a wanted
+		 * address nor around one: skip their names. */
+		if (lo == n || ((near[lo].name && s.value < near[lo].addr) &&
+		                (!s.size || vaddrs[lo] - s.value >= s.size)))
+			continue;
+		const char *nm = strs + s.name;
+		if (!memchr(nm, '\0', str.size - s.name))
 			continue;
 		pick c = {s.value, s.size, nm, rank_of(&s, nm)};
 		if (better(&c, &near[lo]))
