@@ -33,6 +33,7 @@ mkdir -p "$DIR"
 [ -n "${HEAPPROF_LIB:-}" ] || make -s build/libheapprof.so >&2 || exit 1
 make -s build/heapprof build/bench/libshim.so >&2 || exit 1
 LIB=${HEAPPROF_LIB:-$ROOT/build/libheapprof.so}
+unset HEAPPROF_LIB # not passed to the programs (an unknown HEAPPROF_ name warns)
 SHIM=$ROOT/build/bench/libshim.so
 has() { case ",$PARTS," in *",$1,"*) return 0 ;; esac; return 1; }
 pre() { # config -> env assignments
