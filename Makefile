@@ -56,8 +56,26 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -c $< -o $@
 
-$(B)/libheapprof.so: $(LIB_OBJ) src/collect/exports.map
-	$(CC) -shared -Wl,-z,nodelete -Wl,-z,now -Wl,--version-script=src/collect/exports.map -o $@ $(LIB_OBJ) $(LIBS)
+# Binding (issue 15): code that runs on the program's stack inside malloc
+# or a signal handler (the capture modules, dump.c until it switches to its
+# own stack, the common helpers) calls libc through GOT entries (-fno-plt),
+# bound when the library is loaded: never the lazy resolver there, which
+# saves the register file on the stack (2.5 KiB; coroutine stacks
+# overflowed, RELIABILITY.md). The rest (symbolizing, encoding, gzip, the
+# endpoint, push: on the dump stack or their own threads) binds lazily, so
+# a process that never dumps never looks those symbols up (-z now cost
+# /bin/true ~60 k instructions of lookups).
+# Nor are libz and libm loaded at start-up (~35 k more): src/so/libs.c
+# loads them before the format code's first call (src/format/lazylibs.h).
+# snapshot.c runs only in dumps (on the dump stack, the endpoint's thread,
+# or an API caller's stack, which the encoder needs anyway): lazy.
+EAGER_OBJ := $(filter-out %/snapshot.o,$(COLLECT_OBJ)) $(COMMON_OBJ) \
+	$(B)/obj/src/serve/dump.o
+$(EAGER_OBJ): ALLCFLAGS += -fno-plt
+SO_OBJ  := $(filter-out %/libfns.o,$(LIB_OBJ)) $(B)/obj/src/so/libs.o
+SO_LIBS := -ldl -lpthread
+$(B)/libheapprof.so: $(SO_OBJ) src/collect/exports.map
+	$(CC) -shared -Wl,-z,nodelete -Wl,--version-script=src/collect/exports.map -o $@ $(SO_OBJ) $(SO_LIBS)
 
 $(B)/libheapprof.a: $(LIB_OBJ)
 	@rm -f $@
@@ -308,10 +326,10 @@ $(B)/obj/src/common/version.o: ALLCFLAGS += -I$(B)/gen
 
 # Installed shared libraries carry a SONAME (build/libheapprof.so, the one
 # the tests preload, is left as it is).
-$(B)/inst/libheapprof.so.$(VERSION): $(LIB_OBJ) src/collect/exports.map
+$(B)/inst/libheapprof.so.$(VERSION): $(SO_OBJ) src/collect/exports.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libheapprof.so.$(SOVERSION) -Wl,-z,nodelete \
-		-Wl,--version-script=src/collect/exports.map -o $@ $(LIB_OBJ) $(LIBS)
+		-Wl,--version-script=src/collect/exports.map -o $@ $(SO_OBJ) $(SO_LIBS)
 # The tool library: the tool half's objects only. Linking the whole
 # libheapprof.a for heapprof_delta_* interposes malloc: pb_write.o (and
 # every tool object) calls free, which the archive's interpose.o defines,

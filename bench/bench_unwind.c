@@ -57,7 +57,7 @@ measure(int round)
 			continue;
 		}
 		heapprof__cfg.unwind = u;
-		if (heapprof__stack_init() != 0 || heapprof__cfg.unwind != u) {
+		if (heapprof__stack_init(&heapprof__tls) != 0 || heapprof__cfg.unwind != u) {
 			results[u][round] = -1;
 			continue;
 		}

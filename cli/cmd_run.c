@@ -43,6 +43,9 @@ usage(FILE *f)
 	        "                        fp (frame pointers) or libunwind (opt-in)\n"
 	        "      --depth N         frames per stack, 1..64 (default 64)\n"
 	        "      --no-exit-dump    no profile at exit\n"
+	        "      --write-empty     an exit profile from every process, also\n"
+	        "                        those that sampled nothing (default: none\n"
+	        "                        from them; the summary counts them)\n"
 	        "      --mode delta      periodic files hold each interval's allocations\n"
 	        "                        (and the in-use state), for file-shipping agents\n"
 	        "      --http ADDR       serve /debug/pprof/heap and /allocs on ADDR\n"
@@ -156,6 +159,7 @@ cli_run(int argc, char **argv)
 		{"unwind", required_argument, NULL, 'u'},
 		{"depth", required_argument, NULL, 'd'},
 		{"no-exit-dump", no_argument, NULL, 'x'},
+		{"write-empty", no_argument, NULL, 'E'},
 		{"mode", required_argument, NULL, 'm'},
 		{"http", required_argument, NULL, 'H'},
 		{"push", required_argument, NULL, 'P'},
@@ -237,6 +241,10 @@ cli_run(int argc, char **argv)
 			break;
 		case 'x':
 			if (setenv_checked("HEAPPROF_EXIT", "0"))
+				return 2;
+			break;
+		case 'E':
+			if (setenv_checked("HEAPPROF_WRITE_EMPTY", "1"))
 				return 2;
 			break;
 		case 'm':

@@ -4,7 +4,8 @@
  * still writes where the user asked), a clear word when LD_PRELOAD cannot
  * profile the program (statically linked, Go), and the program run as a
  * child, waited for, and followed by one line naming the profiles the run
- * wrote ("heapprof: wrote /dir/heapprof.4242.0.pb.gz").
+ * wrote ("heapprof: wrote /dir/heapprof.4242.0.pb.gz"), and one counting
+ * the processes that wrote none because they sampled nothing.
  *
  * The parent forwards the signals sent to it alone (kill PID, docker stop
  * to PID 1) to the program; those a terminal sends to the whole process
@@ -208,16 +209,16 @@ cmp_str(const void *a, const void *b)
 /* One line on stderr naming the files of the template's directory that
  * match it (or its ".PID" form in a child process, see serve/dump.c) and
  * were written since `since`. */
-static void
-report_files(const char *tmpl, const struct timespec *since, int exit_dump)
+static size_t
+report_files(const char *tmpl, const struct timespec *since)
 {
 	const char *slash = strrchr(tmpl, '/');
 	if (!slash || memchr(tmpl, '%', (size_t)(slash - tmpl)))
-		return; /* a directory that varies: not listed */
+		return 1; /* a directory that varies: not listed */
 	char dir[PATH_MAX];
 	size_t dl = (size_t)(slash - tmpl);
 	if (dl >= sizeof(dir))
-		return;
+		return 1;
 	memcpy(dir, tmpl, dl);
 	dir[dl] = 0;
 	const char *base = slash + 1;
@@ -228,7 +229,7 @@ report_files(const char *tmpl, const struct timespec *since, int exit_dump)
 	snprintf(alt, sizeof(alt), "%.*s.%%p%s", (int)at, base, base + at);
 	DIR *d = opendir(dl ? dir : "/");
 	if (!d)
-		return;
+		return 1;
 	char **names = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *e;
@@ -269,12 +270,71 @@ report_files(const char *tmpl, const struct timespec *since, int exit_dump)
 		if (shown < n)
 			fprintf(stderr, " and %zu more", n - shown);
 		fputc('\n', stderr);
-	} else if (exit_dump) {
-		cli_err("no profile was written to %s", tmpl);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+	return n;
+}
+
+/* ------------------------------------------- processes without a profile */
+
+/* A process that sampled nothing writes no exit profile (unless
+ * HEAPPROF_WRITE_EMPTY=1) and appends one byte to HEAPPROF_RUN_STATUS
+ * instead (serve/dump.c): an empty file of ours in a fresh private
+ * directory, counted and removed after the run. Any failure here only
+ * loses the count. */
+static char status_dir[PATH_MAX], status_file[PATH_MAX + 16];
+
+static void
+status_create(void)
+{
+	const char *t = getenv("TMPDIR");
+	if (!t || t[0] != '/' ||
+	    (size_t)snprintf(status_dir, sizeof(status_dir),
+	                     "%s/heapprof-run.XXXXXX", t) >= sizeof(status_dir))
+		snprintf(status_dir, sizeof(status_dir), "/tmp/heapprof-run.XXXXXX");
+	if (!mkdtemp(status_dir)) {
+		status_dir[0] = 0;
+		return;
+	}
+	snprintf(status_file, sizeof(status_file), "%s/empty", status_dir);
+	int fd = open(status_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || setenv("HEAPPROF_RUN_STATUS", status_file, 1) != 0) {
+		if (fd >= 0)
+			close(fd);
+		unlink(status_file);
+		rmdir(status_dir);
+		status_dir[0] = 0;
+		return;
+	}
+	close(fd);
+}
+
+/* How many processes wrote no exit profile; removes the file. */
+static long
+status_count(void)
+{
+	if (!status_dir[0])
+		return 0;
+	struct stat st;
+	long n = stat(status_file, &st) == 0 ? (long)st.st_size : 0;
+	unlink(status_file);
+	rmdir(status_dir);
+	unsetenv("HEAPPROF_RUN_STATUS");
+	return n;
+}
+
+static void
+report_empty(long n, size_t files, const char *tmpl, int exit_dump)
+{
+	if (n > 0)
+		fprintf(stderr,
+		        "heapprof: %ld process%s had no samples: no profile "
+		        "written for %s (--write-empty writes empty ones)\n",
+		        n, n == 1 ? "" : "es", n == 1 ? "it" : "them");
+	else if (!files && exit_dump)
+		cli_err("no profile was written to %s", tmpl);
 }
 
 /* ------------------------------------------------------ parent and child */
@@ -299,6 +359,7 @@ cli_run_child(char **argv, int exit_dump)
 	static const int fwd[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
 	                          SIGUSR2, SIGALRM, SIGWINCH, SIGCONT};
 	const char *tmpl = getenv("HEAPPROF_OUT");
+	status_create();
 	struct timespec since;
 	clock_gettime(CLOCK_REALTIME_COARSE, &since);
 	/* Handlers before fork, so no signal between fork and their
@@ -349,8 +410,10 @@ cli_run_child(char **argv, int exit_dump)
 		}
 	}
 	child_pid = 0;
+	long empty = status_count();
 	if (!exec_errno && tmpl)
-		report_files(tmpl, &since, exit_dump && WIFEXITED(status));
+		report_empty(empty, report_files(tmpl, &since), tmpl,
+		             exit_dump && WIFEXITED(status));
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	/* Die of the program's signal, as a shell expects (no core of ours). */

@@ -82,6 +82,8 @@ typedef struct hp_config {
 	char push[512];         /* push URL, "" = none */
 	char app[256];          /* application name for push */
 	int symbolize;          /* 0 none, 1 ELF symbol tables, 2 DWARF */
+	int write_empty;        /* exit profile even if nothing was sampled */
+	int fsync;              /* fsync each file before its rename */
 } hp_config;
 
 /* Written once by the constructor before sampling is enabled; read-only
@@ -251,9 +253,10 @@ void heapprof__range_atfork_child(void);
 
 /* --------------------------------------------------------------- stack.c */
 
-/* Loads libunwind if HEAPPROF_UNWIND=libunwind asked for it; 0 or -errno
- * (then the default unwinder is used). */
-int heapprof__stack_init(void);
+/* At start-up: the thread's stack bounds if they need /proc/self/maps,
+ * and libunwind loaded if HEAPPROF_UNWIND=libunwind asked for it; 0 or
+ * -errno (then the default unwinder is used). */
+int heapprof__stack_init(hp_tls *t);
 /* Captures up to `max` call-site addresses (return address - 1), leaf
  * first, starting at the frame that returns to `skip_to` (the interposed
  * function's return address). Returns the number of frames. */

@@ -12,6 +12,15 @@
  *   HEAPPROF_UNWIND    dwarf (default), fp, or libunwind (opt-in only)
  *   HEAPPROF_DEPTH     frames per stack, 1..64 (64)
  *   HEAPPROF_EXIT      1 (default): dump at exit; 0: don't
+ *   HEAPPROF_WRITE_EMPTY 1: write the exit profile of a process that
+ *                      sampled nothing too (default 0: none is written)
+ *   HEAPPROF_FSYNC     1: fsync each profile before renaming it into place
+ *                      (survives a machine crash; ~5 ms per file on an
+ *                      ext4 disk); default 0: atomic against the
+ *                      process's crash only
+ *   HEAPPROF_RUN_STATUS set by `heapprof run`: a file to which a process
+ *                      that wrote no exit profile (nothing sampled)
+ *                      appends one byte, so the run can count them
  *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
  *                      tables; dwarf: file:line and inlined frames (libdw,
  *                      loaded at start-up: dumps may run inside malloc or a
@@ -39,6 +48,7 @@
 
 #include "collect.h"
 #include "../serve/serve.h"
+#include "lazylibs.h"
 #include "parse.h"
 
 hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1,
@@ -109,6 +119,36 @@ warn_env(const char *var, const char *val, const char *why, const char *dflt)
 
 /* ------------------------------------------------------------------ options */
 
+/* The HEAPPROF* entries of the environment, found in one pass: the
+ * constructor reads some 25 variables, and secure_getenv walked the whole
+ * environment for each (7 k instructions of every start-up, issue 15).
+ * Empty in a setuid or setgid process (AT_SECURE), as secure_getenv. */
+#define NENV 48
+static const char *hp_env[NENV]; /* constructor only */
+static int hp_nenv;
+
+static void
+scan_env(void)
+{
+	extern char **environ;
+	if (getauxval(AT_SECURE) || !environ)
+		return;
+	for (char **e = environ; *e && hp_nenv < NENV; e++)
+		if (!strncmp(*e, "HEAPPROF", 8))
+			hp_env[hp_nenv++] = *e;
+}
+
+static const char *
+env_get(const char *name)
+{
+	size_t n = strlen(name);
+	for (int i = 0; i < hp_nenv; i++)
+		if (!strncmp(hp_env[i], name, n) && hp_env[i][n] == '=')
+			return hp_env[i] + n + 1;
+	return NULL;
+}
+#define secure_getenv env_get /* below: only HEAPPROF* names are read */
+
 /* gperftools' HEAPPROFILE=prefix, when HEAPPROF_OUT is unset: its file
  * names, prefix.PID.NNNN.heap (serve_path's %P: the pid in five digits,
  * %N: 0001, 0002, ...), in legacy text unless HEAPPROF_FORMAT is set. */
@@ -139,6 +179,7 @@ read_gperftools_env(hp_config *c)
 		c->text = 1;
 }
 
+
 /* A HEAPPROF_* variable that is none of ours (HEAPPROF_OUTPUT for
  * HEAPPROF_OUT) is named in one warning, not ignored in silence. */
 static void
@@ -148,14 +189,12 @@ check_env_names(void)
 		"RATE", "OUT", "FORMAT", "INTERVAL", "SIGNAL", "UNWIND", "DEPTH",
 		"EXIT", "SYMBOLIZE", "MODE", "HTTP", "HTTP_ALLOW_REMOTE", "PUSH",
 		"PUSH_INTERVAL", "APP", "ONLY", "CHILDREN", "MAINPID", "LIBRARY",
+		"WRITE_EMPTY", "RUN_STATUS", "FSYNC",
 	};
-	extern char **environ;
-	if (getauxval(AT_SECURE) || !environ)
-		return;
-	for (char **e = environ; *e; e++) {
-		if (strncmp(*e, "HEAPPROF_", 9) != 0)
+	for (int k = 0; k < hp_nenv; k++) {
+		if (strncmp(hp_env[k], "HEAPPROF_", 9) != 0)
 			continue;
-		const char *name = *e + 9;
+		const char *name = hp_env[k] + 9;
 		size_t len = strcspn(name, "=");
 		int ok = 0;
 		for (size_t i = 0; i < HP_ARRAY_LEN(known) && !ok; i++)
@@ -174,6 +213,7 @@ check_env_names(void)
 static void
 read_env(hp_config *c)
 {
+	scan_env();
 	check_env_names();
 	const char *v;
 	int64_t n;
@@ -224,6 +264,18 @@ read_env(hp_config *c)
 			c->at_exit = v[0] == '1';
 		else
 			warn_env("HEAPPROF_EXIT", v, "is not 0 or 1", "1");
+	}
+	if ((v = secure_getenv("HEAPPROF_WRITE_EMPTY")) && *v) {
+		if (!strcmp(v, "0") || !strcmp(v, "1"))
+			c->write_empty = v[0] == '1';
+		else
+			warn_env("HEAPPROF_WRITE_EMPTY", v, "is not 0 or 1", "0");
+	}
+	if ((v = secure_getenv("HEAPPROF_FSYNC")) && *v) {
+		if (!strcmp(v, "0") || !strcmp(v, "1"))
+			c->fsync = v[0] == '1';
+		else
+			warn_env("HEAPPROF_FSYNC", v, "is not 0 or 1", "0");
 	}
 	if ((v = secure_getenv("HEAPPROF_SYMBOLIZE")) && *v) {
 		if (!strcmp(v, "none"))
@@ -506,17 +558,20 @@ heapprof_init(void)
 		hp_leave(t);
 		return;
 	}
-	if (heapprof__stack_init() != 0)
+	/* What the unwinder cannot do later (stack.c): /proc/self/maps read
+	 * by pthread_getattr_np, libunwind's loading. Nothing otherwise. */
+	if (heapprof__stack_init(t) != 0)
 		heapprof__warn("HEAPPROF_UNWIND=libunwind: libunwind.so.8 not "
 		               "found; using the default (dwarf) unwinder");
-	/* Warm the unwinder up: this thread's stack bounds (pthread_getattr_np
-	 * reads /proc/self/maps for the main thread: not in a signal handler
-	 * later), and libunwind's first use, which allocates and loads. */
-	uint64_t warm[4];
-	heapprof__stack_capture(t, 0, warm, 4);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (heapprof__cfg.at_exit || heapprof__cfg.push[0])
 		atexit(exit_dump); /* the exit dump, and push's last interval */
+	/* Dumps that may run in a signal handler or inside malloc, and the
+	 * endpoint's and push's: libz and libm now, not at their first use
+	 * (src/so/libs.c). Otherwise the first dump loads them. */
+	if (heapprof__cfg.signal || heapprof__cfg.interval || heapprof__cfg.http[0] ||
+	    heapprof__cfg.push[0])
+		heapprof__lazy_libs();
 	heapprof__serve_start();
 	/* No distance yet: the first allocation after this draws one and
 	 * is charged against it (sampler.c), as in every new thread. */

@@ -20,7 +20,7 @@
  * at (t->rate), and the sample at its end is recorded with that rate, so a
  * rate change at run time never reweighs samples already taken.
  */
-#include <math.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
@@ -56,6 +56,30 @@ rng_seed(hp_tls *t)
 	t->seeded = 1;
 }
 
+/* ln(u) for u in (0, 1], within 1e-14 relative: u = m * 2^e with m in
+ * [sqrt(1/2), sqrt(2)), ln(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| <
+ * 0.172, by its series to s^17. Ours, not libm's: libheapprof.so does not
+ * load libm at start-up (issue 15; libm.so is loaded with the first dump,
+ * for exp). A distance is random anyway: the last bits do not matter. */
+static double
+ln_unit(double u)
+{
+	uint64_t b;
+	memcpy(&b, &u, sizeof(b));
+	int e = (int)((b >> 52) & 0x7ff) - 1023; /* u is normal: >= 2^-53 */
+	b = (b & ~(0x7ffull << 52)) | (1023ull << 52);
+	double m;
+	memcpy(&m, &b, sizeof(m));
+	if (m > 1.4142135623730951) {
+		m *= 0.5;
+		e++;
+	}
+	double x = (m - 1.0) / (m + 1.0), x2 = x * x, sum = 0.0;
+	for (int k = 17; k >= 3; k -= 2)
+		sum = (sum + 1.0 / k) * x2;
+	return (double)e * 0.6931471805599453 + 2.0 * x * (1.0 + sum);
+}
+
 int64_t
 heapprof__sampler_next(hp_tls *t, int64_t rate)
 {
@@ -71,7 +95,7 @@ heapprof__sampler_next(hp_tls *t, int64_t rate)
 		rng_seed(t);
 	/* U uniform in (0, 1]: the top 53 bits, plus one, over 2^53. */
 	double u = (double)((rng_next(t) >> 11) + 1) * (1.0 / 9007199254740992.0);
-	double d = -log(u) * (double)rate;
+	double d = -ln_unit(u) * (double)rate;
 	if (d < 1.0)
 		return 1;
 	if (d > 9.0e18)

@@ -65,6 +65,61 @@ build_id(const char *path)
 
 /* Executable mappings, the main binary first. */
 static int
+cmp_pc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int
+cmp_map_start(const void *a, const void *b)
+{
+	uint64_t x = (*(const heapprof_mapping *const *)a)->start;
+	uint64_t y = (*(const heapprof_mapping *const *)b)->start;
+	return x < y ? -1 : x > y;
+}
+
+/* Tells the symbol cache every distinct PC of the profile before the
+ * encoder asks for them one at a time: it then finds them in one pass
+ * over each file's symbols instead of sorting whole tables (issue 15).
+ * Out of memory: nothing announced, the lookups still work. */
+static void
+announce_pcs(const heapprof_record *recs, size_t n,
+             const heapprof_mapping *mappings, size_t nmappings)
+{
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += recs[i].depth;
+	if (!total || !nmappings)
+		return;
+	uint64_t *pcs = malloc(total * sizeof(*pcs));
+	const heapprof_mapping **ms = malloc(nmappings * sizeof(*ms));
+	if (pcs && ms) {
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			for (size_t d = 0; d < recs[i].depth; d++)
+				pcs[k++] = recs[i].stack[d];
+		qsort(pcs, k, sizeof(*pcs), cmp_pc);
+		for (size_t i = 0; i < nmappings; i++)
+			ms[i] = &mappings[i];
+		qsort(ms, nmappings, sizeof(*ms), cmp_map_start);
+		size_t j = 0;
+		for (size_t i = 0; i < k; i++) {
+			if (i && pcs[i] == pcs[i - 1])
+				continue;
+			while (j < nmappings && ms[j]->limit <= pcs[i])
+				j++;
+			if (j == nmappings)
+				break;
+			if (pcs[i] >= ms[j]->start)
+				heapprof__symcache_want(symcache, ms[j], pcs[i]);
+		}
+	}
+	free(pcs);
+	free(ms);
+}
+
+static int
 collect_mappings(heapprof_maps *maps, heapprof_mapping **out, size_t *n)
 {
 	*out = NULL;
@@ -308,6 +363,8 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 		dwo.warn = dwsym_warn;
 		dwsym = heapprof__dwsym_new(&dwo);
 	}
+	if (sym && symcache)
+		announce_pcs(recs, n, mappings, nmappings);
 	p.symbolize = sym && symcache ? heapprof__symcache_symbolize : NULL;
 	p.symbolize_arg = symcache;
 	if (sym == 2 && dwsym) {

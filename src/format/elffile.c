@@ -1,6 +1,9 @@
 /*
  * elffile.c: the bounds-checked ELF reader: headers, PT_LOAD segments, the GNU
- * build id note and the sorted function-symbol table. Every offset, count
+ * build id note and the sorted function-symbol table, or, for a known set of
+ * addresses, their functions found in one pass over the symbols with no
+ * sort (heapprof__elf_lookup_many: a dump's cost then follows its distinct
+ * PCs, not the size of cc1's or python's symbol table). Every offset, count
  * and string read from the file is checked against the file size; fields
  * are copied out with memcpy, so unaligned hostile offsets are fine.
  */
@@ -397,6 +400,12 @@ heapprof__elf_parse(heapprof_elf *e, const void *data, size_t size,
 		rc = read_loads(e, &h);
 	if (!rc)
 		read_build_id(e, &h);
+	for (uint64_t i = 0; !rc && i < h.shnum; i++) {
+		shdr sh;
+		read_shdr(e, &h, i, &sh);
+		if (sh.size && (sh.type == SHT_SYMTAB || sh.type == SHT_DYNSYM))
+			e->has_symbols |= sh.type == SHT_SYMTAB ? 1 : 2;
+	}
 	if (!rc && (flags & HEAPPROF_ELF_SYMBOLS))
 		rc = read_symbols(e, &h);
 	if (rc)
@@ -495,6 +504,137 @@ heapprof__elf_lookup(const heapprof_elf *e, uint64_t vaddr, uint64_t *sym_addr)
 		}
 	}
 	return NULL;
+}
+
+/* ------------------------------------------- lookups without a sorted table */
+
+/* The better of two symbols at one address (as cmp_cand orders them). */
+typedef struct pick {
+	uint64_t addr, size;
+	const char *name;
+	unsigned rank;
+} pick;
+
+static int
+better_at(const pick *a, const pick *b)
+{
+	if (a->rank != b->rank)
+		return a->rank < b->rank;
+	return strcmp(a->name, b->name) < 0;
+}
+
+/* Higher address first, then better_at; an empty pick (name NULL) loses. */
+static int
+better(const pick *a, const pick *b)
+{
+	if (!b->name)
+		return 1;
+	if (a->addr != b->addr)
+		return a->addr > b->addr;
+	return better_at(a, b);
+}
+
+/* One pass over the function symbols of `st` for the sorted distinct
+ * vaddrs: near[i], the best symbol in (vaddrs[i-1], vaddrs[i]], and
+ * encl[i], the best sized symbol containing vaddrs[i]. The count of
+ * function symbols seen, or -ENOEXEC. */
+static int64_t
+pass_symtab(const heapprof_elf *e, const ehdr *h, const shdr *st,
+            const uint64_t *vaddrs, size_t n, pick *near, pick *encl)
+{
+	size_t esz = e->is64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
+	uint64_t entsize = st->entsize ? st->entsize : esz;
+	if (entsize < esz || !in_file(e, st->offset, st->size) ||
+	    st->link == 0 || st->link >= h->shnum)
+		return -ENOEXEC;
+	shdr str;
+	read_shdr(e, h, st->link, &str);
+	if (str.type != SHT_STRTAB || !in_file(e, str.offset, str.size))
+		return -ENOEXEC;
+	const char *strs = (const char *)e->data + str.offset;
+	uint64_t count = st->size / entsize;
+	int64_t nf = 0;
+	for (uint64_t k = 0; k < count; k++) {
+		sym s;
+		read_sym(e, e->data + st->offset + k * entsize, &s);
+		if ((s.type != STT_FUNC && s.type != STT_GNU_IFUNC) ||
+		    s.shndx == SHN_UNDEF || s.value == 0 || s.name == 0 ||
+		    s.name >= str.size)
+			continue;
+		nf++; /* before its name is checked: differs only for hostile tables */
+		size_t lo = 0, hi = n; /* first vaddr >= s.value */
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (vaddrs[mid] < s.value)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		/* Most symbols can be neither the nearest below a wanted
+		 * address nor around one: skip their names. */
+		if (lo == n || ((near[lo].name && s.value < near[lo].addr) &&
+		                (!s.size || vaddrs[lo] - s.value >= s.size)))
+			continue;
+		const char *nm = strs + s.name;
+		if (!memchr(nm, '\0', str.size - s.name))
+			continue;
+		pick c = {s.value, s.size, nm, rank_of(&s, nm)};
+		if (better(&c, &near[lo]))
+			near[lo] = c;
+		for (size_t j = lo; s.size && j < n && vaddrs[j] - s.value < s.size;
+		     j++)
+			if (better(&c, &encl[j]))
+				encl[j] = c;
+	}
+	return nf;
+}
+
+int
+heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
+                          size_t n, const char **names)
+{
+	for (size_t i = 0; i < n; i++)
+		names[i] = NULL;
+	ehdr h;
+	heapprof_elf tmp = *e;
+	if (n == 0 || read_ehdr(&tmp, &h) != 0)
+		return 0;
+	if (n > SIZE_MAX / (2 * sizeof(pick)))
+		return -ENOMEM;
+	pick *near = calloc(2 * n, sizeof(pick));
+	if (!near)
+		return -ENOMEM;
+	pick *encl = near + n;
+	/* .symtab if it has function symbols, else .dynsym (read_symbols). */
+	static const uint32_t kinds[2] = {SHT_SYMTAB, SHT_DYNSYM};
+	int64_t nf = 0;
+	for (int k = 0; k < 2 && nf <= 0; k++) {
+		for (uint64_t i = 0; i < h.shnum && nf <= 0; i++) {
+			shdr sh;
+			read_shdr(&tmp, &h, i, &sh);
+			if (sh.type != kinds[k] || sh.size == 0)
+				continue;
+			nf = pass_symtab(&tmp, &h, &sh, vaddrs, n, near, encl);
+			if (nf <= 0)
+				memset(near, 0, 2 * n * sizeof(pick));
+		}
+	}
+	/* The nearest symbol at or below vaddrs[i] is the last one found in
+	 * the intervals up to i; if it is sized and ends before vaddrs[i],
+	 * the innermost sized symbol around it (heapprof__elf_lookup). */
+	const pick *cur = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (near[i].name)
+			cur = &near[i];
+		if (!cur)
+			continue;
+		if (cur->size == 0 || vaddrs[i] - cur->addr < cur->size)
+			names[i] = cur->name;
+		else if (encl[i].name)
+			names[i] = encl[i].name;
+	}
+	free(near);
+	return 0;
 }
 
 int

@@ -40,6 +40,8 @@ typedef struct heapprof_elf {
 	heapprof_elf_sym *syms; /* sorted by addr, one per address */
 	size_t nsyms;
 	int sym_source;  /* 0: none, 1: .symtab, 2: .dynsym */
+	int has_symbols; /* sections present, symbols read or not: 1 .symtab,
+	                  * 2 .dynsym (bits) */
 	char build_id[2 * HEAPPROF_BUILD_ID_MAX + 1]; /* lowercase hex or "" */
 } heapprof_elf;
 
@@ -81,6 +83,16 @@ int heapprof__elf_runtime_to_vaddr(const heapprof_elf *e, uint64_t start,
 const char *heapprof__elf_lookup(const heapprof_elf *e, uint64_t vaddr,
                                  uint64_t *sym_addr);
 
+/*! heapprof__elf_lookup_many() :
+ *  The functions of `n` sorted, distinct ELF virtual addresses in one pass
+ *  over the function symbols (.symtab, else .dynsym), without reading them
+ *  into a sorted table: `e` may be parsed without HEAPPROF_ELF_SYMBOLS.
+ *  names[i] is what heapprof__elf_lookup would give for vaddrs[i] (NULL:
+ *  none), except that an enclosing sized symbol is found however many
+ *  symbols lie between. @return : 0 or -ENOMEM (2n scratch entries). */
+int heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
+                              size_t n, const char **names);
+
 /*! heapprof__elf_build_id() :
  *  Writes the NT_GNU_BUILD_ID of the file at `path` as lowercase hex.
  *  @return : the hex length, -ENODATA (no build id), -ERANGE (`cap` too
@@ -103,6 +115,12 @@ void heapprof__symcache_free(heapprof_symcache *c);
 const char *heapprof__symcache_lookup(heapprof_symcache *c,
                                       const heapprof_mapping *m,
                                       uint64_t addr);
+
+/* Announces that runtime address `addr` of mapping `m` will be looked up:
+ * the announced addresses of a file are then found in one pass over its
+ * symbols, without sorting them (a dump announces its PCs first). */
+void heapprof__symcache_want(heapprof_symcache *c, const heapprof_mapping *m,
+                             uint64_t addr);
 
 /* The same as a heapprof_symbolize_fn (arg: the cache). */
 const char *heapprof__symcache_symbolize(void *arg, uint64_t addr,

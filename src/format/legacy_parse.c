@@ -12,6 +12,7 @@
 
 #include "compiler.h"
 #include "legacy_parse.h"
+#include "lazylibs.h"
 
 static const char *const types4[] = {
 	"alloc_objects", "count", "alloc_space", "bytes",
@@ -133,6 +134,7 @@ heapprof__legacy_scale(int64_t count, int64_t size, int64_t rate, int64_t *oc,
 		return;
 	}
 	double avg = (double)size / (double)count;
+	heapprof__lazy_libs(); /* libm: see lazylibs.h */
 	double scale = 1.0 / (1.0 - exp(-avg / (double)rate));
 	double c = (double)count * scale, s = (double)size * scale;
 	/* Out of range (or NaN): what Go's conversion gives on amd64. */

@@ -9,6 +9,7 @@
 #include "heapprof.h"
 #include "gz.h"
 #include "pprof_inflate.h"
+#include "lazylibs.h"
 
 
 static int
@@ -40,7 +41,7 @@ heapprof__pprof_zstream(pprof_dec *d)
 		zs->zfree = heapprof__gz_zfree;
 		zs->opaque = &d->gza;
 		/* 15 + 32: gzip or zlib, detected. */
-		if (inflateInit2(zs, 15 + 32) != Z_OK) {
+		if (heapprof__lazy_libs() != 0 || inflateInit2(zs, 15 + 32) != Z_OK) {
 			d->realloc_fn(d->realloc_ctx, zs, sizeof(*zs), 0);
 			return NULL;
 		}

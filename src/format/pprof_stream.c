@@ -26,6 +26,7 @@
 #include "pprof_inflate.h"
 #include "pprof_int.h"
 #include "pprof_stream.h"
+#include "lazylibs.h"
 
 #define ST_CHUNK ((size_t)64 << 10) /* source bytes per read */
 #define ST_PAD 8                    /* zero bytes after the window's data */

@@ -11,6 +11,7 @@
 #include "heapprof.h"
 #include "delta.h"
 #include "pprof_int.h"
+#include "lazylibs.h"
 
 /* ------------------------------------------------------------ sinks */
 

@@ -27,6 +27,7 @@
 
 #include "heapprof.h"
 #include "merge.h"
+#include "lazylibs.h"
 
 #define V(m, T, vec) ((T *)(m)->vec.p)
 
@@ -81,6 +82,7 @@ heapprof__mg_free(mg_merger *m)
 int64_t
 heapprof__mg_scale_value(int64_t v, double r)
 {
+	heapprof__lazy_libs(); /* libm: see lazylibs.h */
 	double d = round((double)v * r);
 	/* Go's int64(float64) on amd64 (CVTTSD2SQ) gives INT64_MIN for NaN
 	 * and out-of-range values; C leaves them undefined. */

@@ -21,12 +21,24 @@ chmod +x "$TMPD/shim.sh"
 count() { ls "$1" 2>/dev/null | grep -c '\.pb\.gz$'; }
 
 mkdir -p "$TMPD/all" "$TMPD/nc" "$TMPD/only"
-timeout 120 "$HEAPPROF" run -o "$TMPD/all/p.pb.gz" -- "$TMPD/shim.sh" \
+# --write-empty: readlink and basename sample nothing at the default rate
+# and would write no profile (issue 15); every process is still profiled.
+timeout 120 "$HEAPPROF" run --write-empty -o "$TMPD/all/p.pb.gz" -- "$TMPD/shim.sh" \
 	>/dev/null 2>"$TMPD/all.err"
 n=$(count "$TMPD/all")
 # sh, readlink and basename (each in a $() subshell, itself a fork of sh)
 if [ "$n" -ge 3 ]; then pass wrapper.default_all_processes
 else fail wrapper.default_all_processes "$n files: $(head -3 "$TMPD/all.err")"; fi
+# Without it: prog_pattern's file, and the others counted in the summary.
+mkdir -p "$TMPD/def"
+timeout 120 "$HEAPPROF" run -o "$TMPD/def/p.pb.gz" -- "$TMPD/shim.sh" \
+	>/dev/null 2>"$TMPD/def.err"
+n=$(count "$TMPD/def")
+if [ "$n" -ge 1 ] && grep -q '^heapprof: [0-9]* process.* had no samples' "$TMPD/def.err"; then
+	pass wrapper.default_no_empty_files
+else
+	fail wrapper.default_no_empty_files "$n files: $(head -3 "$TMPD/def.err")"
+fi
 
 timeout 120 "$HEAPPROF" run --no-children -o "$TMPD/nc/p.pb.gz" -- "$TMPD/shim.sh" \
 	>/dev/null 2>"$TMPD/nc.err"

@@ -154,7 +154,7 @@ fi
 
 # ---- heapprof run: the line naming the file, relative -o, static programs
 mkdir -p "$TMPD/cwd"
-(cd "$TMPD/cwd" && "$H" run -- "$PY" -c 'import os; os.chdir("/"); x = [bytes(1000) for i in range(1000)]' \
+(cd "$TMPD/cwd" && "$H" run -- "$PY" -c 'import os; os.chdir("/"); x = [bytes(1000) for i in range(20000)]' \
 	>/dev/null 2>"$TMPD/run.err")
 f=$(ls "$TMPD/cwd" | head -1)
 if [ -n "$f" ] && grep -q "^heapprof: wrote $TMPD/cwd/heapprof\.[0-9]*\.0\.pb\.gz\$" "$TMPD/run.err"; then
@@ -162,7 +162,7 @@ if [ -n "$f" ] && grep -q "^heapprof: wrote $TMPD/cwd/heapprof\.[0-9]*\.0\.pb\.g
 else
 	fail firstminute.run_names_the_file "files: '$f', stderr: $(head -3 "$TMPD/run.err")"
 fi
-(cd "$TMPD/cwd" && "$H" run -o rel.pb.gz -- "$PY" -c 'import os; os.chdir("/"); x = [bytes(1000) for i in range(1000)]' \
+(cd "$TMPD/cwd" && "$H" run -o rel.pb.gz -- "$PY" -c 'import os; os.chdir("/"); x = [bytes(1000) for i in range(20000)]' \
 	>/dev/null 2>&1)
 if [ -s "$TMPD/cwd/rel.pb.gz" ]; then
 	pass firstminute.run_relative_output_after_chdir

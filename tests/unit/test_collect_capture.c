@@ -422,7 +422,7 @@ TEST(stack_capture_every_unwinder)
 	static const char *const names[] = {"dwarf", "fp", "libunwind"};
 	for (int u = HP_UNWIND_DWARF; u <= HP_UNWIND_LIBUNWIND; u++) {
 		heapprof__cfg.unwind = u;
-		if (heapprof__stack_init() != 0 || heapprof__cfg.unwind != u) {
+		if (heapprof__stack_init(&heapprof__tls) != 0 || heapprof__cfg.unwind != u) {
 			printf("  (libunwind missing: not tested)\n");
 			continue;
 		}
@@ -451,6 +451,42 @@ TEST(stack_capture_every_unwinder)
 	heapprof__cfg.unwind = HP_UNWIND_DWARF;
 }
 
+/* The main thread's stack bounds without /proc/self/maps (stack.c,
+ * issue 15): the top is glibc's, the bottom at or below glibc's (which
+ * also stops at the mapping below), the current frame inside; a thread
+ * gets glibc's own bounds. */
+static void *
+thread_bounds(void *arg)
+{
+	hp_tls *t = arg;
+	heapprof__stack_init(t);
+	return NULL;
+}
+
+TEST(stack_bounds_main_thread_without_maps)
+{
+	pthread_attr_t a;
+	void *lo;
+	size_t sz;
+	REQUIRE(pthread_getattr_np(pthread_self(), &a) == 0);
+	REQUIRE(pthread_attr_getstack(&a, &lo, &sz) == 0);
+	pthread_attr_destroy(&a);
+	hp_tls t = {0};
+	CHECK_EQ(heapprof__stack_init(&t), 0);
+	CHECK_EQ(t.stack_hi, (uintptr_t)lo + sz);
+	CHECK(t.stack_lo <= (uintptr_t)lo);
+	CHECK(t.stack_lo < (uintptr_t)&t && (uintptr_t)&t < t.stack_hi);
+	struct rlimit rl;
+	REQUIRE(getrlimit(RLIMIT_STACK, &rl) == 0);
+	(void)rl;
+	hp_tls u = {0};
+	pthread_t th;
+	REQUIRE(pthread_create(&th, NULL, thread_bounds, &u) == 0);
+	pthread_join(th, NULL);
+	CHECK(u.stack_hi != 0 && u.stack_hi != 1);
+	CHECK(u.stack_hi <= t.stack_lo || u.stack_lo >= t.stack_hi);
+}
+
 int
 main(void)
 {
@@ -465,6 +501,7 @@ main(void)
 	RUN(range_big_churn);
 	RUN(buckets_by_stack_and_size);
 	RUN(stack_capture_every_unwinder);
+	RUN(stack_bounds_main_thread_without_maps);
 	RUN(buckets_keyed_by_rate);
 	TEST_MAIN_END();
 }

@@ -541,6 +541,91 @@ TEST(symbolize_self_and_libs)
 	CHECK(static_helper(3) > 0);
 }
 
+/* heapprof__elf_lookup_many (one pass, no sort) gives what the sorted
+ * table gives, for every address asked: the synthetic image's cases,
+ * then every 7th byte of the executable segments of real files (this
+ * binary's .symtab, libc's and libz's .dynsym, and cc1's if installed). */
+static size_t
+compare_many(const heapprof_elf *full, const heapprof_elf *bare,
+             const uint64_t *v, size_t n)
+{
+	const char **names = malloc(n * sizeof(*names));
+	if (!names || heapprof__elf_lookup_many(bare, v, n, names) != 0) {
+		free(names);
+		return n + 1;
+	}
+	size_t diff = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *want = heapprof__elf_lookup(full, v[i], NULL);
+		if (want != names[i] && (!want || !names[i] || strcmp(want, names[i]))) {
+			if (diff++ < 5)
+				printf("  0x%llx: table %s, one pass %s\n",
+				       (unsigned long long)v[i], want ? want : "(none)",
+				       names[i] ? names[i] : "(none)");
+		}
+	}
+	free(names);
+	return diff;
+}
+
+TEST(lookup_many_matches_the_table)
+{
+	static uint8_t img[IMG_SIZE];
+	build_elf64(img);
+	heapprof_elf full, bare;
+	REQUIRE_OK(heapprof__elf_parse(&full, img, IMG_SIZE, HEAPPROF_ELF_SYMBOLS));
+	REQUIRE_OK(heapprof__elf_parse(&bare, img, IMG_SIZE, 0));
+	static const uint64_t v[] = {0, 0x400fff, 0x401000, 0x4010ff, 0x401100,
+	                             0x401205, 0x401210, 0x401300, 0x401404,
+	                             UINT64_MAX};
+	CHECK_EQ(compare_many(&full, &bare, v, sizeof(v) / sizeof(*v)), 0);
+	const char *one;
+	CHECK_EQ(heapprof__elf_lookup_many(&bare, v + 2, 1, &one), 0);
+	CHECK_STR(one, "alpha");
+	heapprof__elf_close(&full);
+	heapprof__elf_close(&bare);
+
+	CHECK(zlibVersion() != NULL);
+	Dl_info di;
+	const char *files[4] = {self_exe(), NULL, NULL,
+	                        "/usr/lib/gcc/x86_64-linux-gnu/12/cc1"};
+	if (dladdr((void *)&getpid, &di))
+		files[1] = di.dli_fname;
+	if (dladdr(dlsym(RTLD_DEFAULT, "deflate"), &di))
+		files[2] = di.dli_fname;
+	for (int f = 0; f < 4; f++) {
+		if (!files[f] || access(files[f], R_OK) != 0) {
+			printf("  (%s: not found, skipped)\n", files[f] ? files[f] : "?");
+			continue;
+		}
+		REQUIRE_OK(heapprof__elf_open(&full, files[f], HEAPPROF_ELF_SYMBOLS));
+		REQUIRE_OK(heapprof__elf_open(&bare, files[f], 0));
+		size_t n = 0, cap = 0;
+		uint64_t *vs = NULL;
+		for (size_t l = 0; l < full.nloads; l++) {
+			const heapprof_elf_load *ld = &full.loads[l];
+			if (!(ld->flags & PF_X))
+				continue;
+			for (uint64_t a = ld->vaddr; a < ld->vaddr + ld->memsz; a += 7) {
+				if (n == cap) {
+					cap = cap ? 2 * cap : 4096;
+					vs = realloc(vs, cap * sizeof(*vs));
+					REQUIRE(vs != NULL);
+				}
+				vs[n++] = a;
+			}
+		}
+		size_t d = compare_many(&full, &bare, vs, n);
+		if (d)
+			printf("  %s: %zu of %zu addresses differ\n", files[f], d, n);
+		CHECK_EQ(d, 0);
+		CHECK(full.nsyms > 0);
+		free(vs);
+		heapprof__elf_close(&full);
+		heapprof__elf_close(&bare);
+	}
+}
+
 int
 main(void)
 {
@@ -551,5 +636,6 @@ main(void)
 	RUN(open_errors);
 	RUN(build_id_matches_readelf);
 	RUN(symbolize_self_and_libs);
+	RUN(lookup_many_matches_the_table);
 	TEST_MAIN_END();
 }

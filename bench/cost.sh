@@ -1,0 +1,157 @@
+#!/bin/sh
+# cost.sh: the profiler's cost per process (issue 15), against no profiler
+# and the forwarding shim, in one run:
+#
+#   sh bench/cost.sh [-p PARTS] [-n ROUNDS] [-o DIR]
+#
+# PARTS (comma list, default all):
+#   true    callgrind instructions of /bin/true (start-up + exit)
+#   loop    wall time of 300 /bin/true in a shell loop (sh -c), ROUNDS
+#           alternating rounds, medians
+#   make    wall time of `make -j2` building the CLI (build/heapprof and its
+#           objects, in a scratch copy of the tree), plain against under
+#           `heapprof run`, ROUNDS alternating rounds, medians
+#   cc1     callgrind instructions of cc1 -O2 on gen_c.py's 410 KB file
+#   python  callgrind instructions of churn.py 10 (PYTHONMALLOC=malloc)
+# HEAPPROF_LIB overrides build/libheapprof.so. Profiles go to DIR.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+ROOT=$(pwd)
+PARTS=true,loop,make,cc1,python
+ROUNDS=5
+DIR=""
+while getopts p:n:o: opt; do
+	case $opt in
+	p) PARTS=$OPTARG ;;
+	n) ROUNDS=$OPTARG ;;
+	o) DIR=$OPTARG ;;
+	*) sed -n '2,18p' "$0" >&2; exit 2 ;;
+	esac
+done
+[ -n "$DIR" ] || DIR=$(mktemp -d /tmp/heapprof-cost.XXXXXX)
+mkdir -p "$DIR"
+[ -n "${HEAPPROF_LIB:-}" ] || make -s build/libheapprof.so >&2 || exit 1
+make -s build/heapprof build/bench/libshim.so >&2 || exit 1
+LIB=${HEAPPROF_LIB:-$ROOT/build/libheapprof.so}
+unset HEAPPROF_LIB # not passed to the programs (an unknown HEAPPROF_ name warns)
+SHIM=$ROOT/build/bench/libshim.so
+has() { case ",$PARTS," in *",$1,"*) return 0 ;; esac; return 1; }
+pre() { # config -> env assignments
+	case $1 in
+	none) echo "X_NONE=1" ;;
+	shim) echo "LD_PRELOAD=$SHIM" ;;
+	heapprof) echo "LD_PRELOAD=$LIB HEAPPROF_OUT=$DIR/prof/p.%p.pb.gz" ;;
+	esac
+}
+mkdir -p "$DIR/prof"
+ir() { # out cmd... (env already set by caller)
+	_o=$1; shift
+	valgrind --tool=callgrind --callgrind-out-file="$_o" "$@" >"$_o.log" 2>&1
+	awk '/^summary:/ {print $2}' "$_o"
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ printf "%.4f", a / b }'; }
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+wall() { # cmd... -> seconds
+	_s=$(date +%s.%N)
+	"$@" >/dev/null 2>&1
+	_e=$(date +%s.%N)
+	awk -v s="$_s" -v e="$_e" 'BEGIN{ printf "%.4f", e - s }'
+}
+
+if has true; then
+	echo "| /bin/true | instructions | over none |"
+	echo "|---|---|---|"
+	for c in none shim heapprof; do
+		# shellcheck disable=SC2046
+		n=$(env $(pre $c) sh -c 'exec "$@"' - valgrind --tool=callgrind \
+			--callgrind-out-file="$DIR/true.$c.cg" /bin/true 2>&1 >/dev/null |
+			sed -n 's/.*Collected : *\([0-9]*\).*/\1/p')
+		[ $c = none ] && base=$n
+		echo "| $c | $n | $((n - base)) |"
+	done
+	echo
+fi
+
+if has loop; then
+	for c in none shim heapprof; do : >"$DIR/loop.$c"; done
+	r=0
+	while [ $r -lt "$ROUNDS" ]; do
+		for c in none shim heapprof; do
+			# shellcheck disable=SC2046
+			wall env $(pre $c) sh -c 'i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done' >>"$DIR/loop.$c"
+			echo >>"$DIR/loop.$c"
+		done
+		r=$((r + 1))
+	done
+	ln=$(median <"$DIR/loop.none") ls=$(median <"$DIR/loop.shim") lh=$(median <"$DIR/loop.heapprof")
+	echo "| 300 x /bin/true ($ROUNDS rounds) | median wall s | vs none | vs shim |"
+	echo "|---|---|---|---|"
+	echo "| none | $ln | 1.0000 | |"
+	echo "| shim | $ls | $(ratio "$ls" "$ln") | 1.0000 |"
+	echo "| heapprof | $lh | $(ratio "$lh" "$ln") | $(ratio "$lh" "$ls") |"
+	echo "(files written by the heapprof rounds: $(ls "$DIR/prof" | wc -l))"
+	echo
+fi
+
+if has make; then
+	# A scratch copy of the sources; each round removes the CLI's objects.
+	src=$DIR/tree
+	rm -rf "$src"
+	mkdir -p "$src"
+	cp -r Makefile cli src include "$src"/
+	: >"$DIR/make.none"; : >"$DIR/make.heapprof"
+	r=0
+	while [ $r -lt "$ROUNDS" ]; do
+		for c in none heapprof; do
+			rm -rf "$src/build"
+			if [ $c = none ]; then
+				wall make -C "$src" -j2 build/heapprof >>"$DIR/make.$c"
+			else
+				rm -rf "$DIR/mprof"; mkdir -p "$DIR/mprof"
+				wall env HEAPPROF_LIBRARY="$LIB" "$ROOT/build/heapprof" run \
+					-o "$DIR/mprof/p.%p.pb.gz" -- make -C "$src" -j2 build/heapprof >>"$DIR/make.$c"
+			fi
+			echo >>"$DIR/make.$c"
+		done
+		r=$((r + 1))
+	done
+	mn=$(median <"$DIR/make.none") mh=$(median <"$DIR/make.heapprof")
+	HEAPPROF_LIBRARY="$LIB" "$ROOT/build/heapprof" run -o "$DIR/mprof2/p.%p.pb.gz" -- \
+		sh -c "mkdir -p $DIR/mprof2; rm -rf $src/build; make -C $src -j2 build/heapprof >/dev/null 2>&1" 2>"$DIR/make.summary"
+	echo "| make -j2 build/heapprof ($ROUNDS rounds) | median wall s | vs none |"
+	echo "|---|---|---|"
+	echo "| none | $mn | 1.0000 |"
+	echo "| heapprof run | $mh | $(ratio "$mh" "$mn") |"
+	echo "(heapprof run's summary, one more build: $(tr '\n' ' ' <"$DIR/make.summary"))"
+	echo
+fi
+
+if has cc1 || has python; then
+	CC1=$(gcc -print-prog-name=cc1)
+	python3 bench/gen_c.py "$DIR/gen.c" >/dev/null || exit 1
+	echo "| program | none Ir | shim Ir | heapprof Ir | heapprof vs none | vs shim |"
+	echo "|---|---|---|---|---|---|"
+	for w in cc1 python; do
+		has $w || continue
+		for c in none shim heapprof; do
+			case $w in
+			# shellcheck disable=SC2046
+			cc1) v=$(env $(pre $c) sh -c 'exec "$@"' - valgrind --tool=callgrind \
+				--callgrind-out-file="$DIR/$w.$c.cg" "$CC1" -quiet -O2 "$DIR/gen.c" \
+				-o "$DIR/gen.$c.s" 2>/dev/null >/dev/null; awk '/^summary:/ {print $2}' "$DIR/$w.$c.cg") ;;
+			# shellcheck disable=SC2046
+			python) v=$(env $(pre $c) PYTHONMALLOC=malloc PYTHONHASHSEED=0 sh -c 'exec "$@"' - \
+				valgrind --tool=callgrind --callgrind-out-file="$DIR/$w.$c.cg" \
+				/usr/bin/python3 bench/churn.py 10 2>/dev/null >/dev/null
+				awk '/^summary:/ {print $2}' "$DIR/$w.$c.cg") ;;
+			esac
+			eval "v_$c=\$v"
+		done
+		# shellcheck disable=SC2154
+		echo "| $w | $v_none | $v_shim | $v_heapprof | $(ratio "$v_heapprof" "$v_none") | $(ratio "$v_heapprof" "$v_shim") |"
+	done
+	for f in "$DIR"/gen.*.s; do
+		[ -f "$f" ] && ! cmp -s "$f" "$DIR/gen.none.s" && echo "note: $f differs from cc1's output without a profiler"
+	done
+fi
+echo "raw results: $DIR"
