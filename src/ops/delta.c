@@ -84,8 +84,6 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	heapprof__dp_init(&d->aframes, rf, d->rctx);
 	heapprof__dt_init(&d->frames, rf, d->rctx);
 	heapprof__dt_init(&d->labelsets, rf, d->rctx);
-	heapprof__dt_init(&d->lstrs, rf, d->rctx);
-	d->lc_epoch = 1;
 	heapprof__dp_init(&d->nodes, rf, d->rctx);
 	heapprof__dp_init(&d->keys, rf, d->rctx);
 	heapprof__pprof_dec_init(&d->dec, rf, d->rctx);
@@ -144,8 +142,6 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->ncol,
 	                        (d->nnames ? d->nnames : 1) * sizeof(int32_t));
 	heapprof__delta_key_free(d);
-	heapprof__dt_free(&d->lstrs);
-	heapprof__delta_release(d, &d->str_id, d->str_id_cap * 4);
 	heapprof__pprof_dec_free(&d->dec);
 	heapprof__delta_release(d, &d->loc_frame, d->loc_frame_cap * 4);
 	heapprof__delta_release(d, &d->keybuf, d->keybuf_cap * 4);
@@ -177,7 +173,6 @@ heapprof_delta_reset(heapprof_delta *d)
 	heapprof__dp_clear(&d->keys);
 	d->lf_ok = false;
 	d->khead = DELTA_NONE;
-	heapprof__delta_labels_forget(d);
 	d->have_prev = false;
 	d->prev_time = 0;
 }
@@ -195,12 +190,11 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	size_t b = heapprof__dp_memory(&d->aframes) +
 	           heapprof__dt_memory(&d->frames) +
 	           heapprof__dt_memory(&d->labelsets) +
-	           heapprof__dt_memory(&d->lstrs) +
 	           heapprof__dp_memory(&d->nodes) +
 	           heapprof__dp_memory(&d->keys);
 	b += heapprof__delta_prev_bytes(d, d->kcap) + d->kcap * 20;
 	b += heapprof__pprof_dec_memory(&d->dec);
-	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->str_id_cap * 4 +
+	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 +
 	     d->ptypes_cap +
 	     d->bbuf_cap +
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +

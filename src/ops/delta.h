@@ -51,14 +51,14 @@ typedef struct delta_item {
  * decoder). */
 #define DELTA_MAXT 16
 
-/* Cache of one-label label sets by content (delta_key.c): the label's
- * strings as ids of the lstrs table, its number, its label set id; valid
- * when epoch is the computer's lc_epoch. */
-#define DELTA_LCACHE 4096
-typedef struct delta_lcache {
+/* The label cache (delta_key.c): label set ids of one-label samples by
+ * the label's string indexes and number, which hold within one call:
+ * valid while epoch is the computer's label_epoch (bumped each call). */
+#define DELTA_LABEL_CACHE 4096
+typedef struct delta_label_cache {
 	uint32_t epoch, key, str, unit, id;
 	int64_t num;
-} delta_lcache;
+} delta_label_cache;
 
 /* heapprof_delta.slow_only, for tests: turn fast paths off so that their
  * output can be compared with the exact paths' byte for byte. */
@@ -110,12 +110,8 @@ struct heapprof_delta {
 	 * ones loc_frame was filled for (lf_gen). */
 	bool lf_ok;
 	uint64_t lf_gen;
-	delta_lcache lcache[DELTA_LCACHE];
-	uint32_t lc_epoch; /* bumped when label set ids change */
-	dt_table lstrs;    /* label strings by content */
-	uint32_t *str_id;  /* input string index -> lstrs id (per call) */
-	size_t str_id_cap;
-
+	delta_label_cache label_cache[DELTA_LABEL_CACHE];
+	uint32_t label_epoch;
 	/* per-call scratch, kept for its capacity */
 	pprof_dec dec;
 	uint32_t *loc_frame;
@@ -206,8 +202,6 @@ link_key(heapprof_delta *d, uint32_t kid)
 /* Rebuilds the identity tables with the keys seen within max_age calls
  * only (eviction, delta_evict.c); key ids change. */
 int heapprof__delta_compact(heapprof_delta *d, size_t live);
-/* Empties the label set cache (label set ids changed). */
-void heapprof__delta_labels_forget(heapprof_delta *d);
 /* Frees what delta_key.c owns. */
 void heapprof__delta_key_free(heapprof_delta *d);
 

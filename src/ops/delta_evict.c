@@ -179,10 +179,9 @@ heapprof__delta_compact(heapprof_delta *d, size_t live)
 	d->knext = r.knext;
 	d->kcap = r.cap;
 	/* Frame, label set and key ids changed: no frames kept for
-	 * locations, no cached label sets, no prediction from the last
-	 * order. */
+	 * locations, no prediction from the last order (the label cache
+	 * lasts one call). */
 	d->lf_ok = false;
 	d->khead = DELTA_NONE;
-	heapprof__delta_labels_forget(d);
 	return 0;
 }

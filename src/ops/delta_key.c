@@ -147,41 +147,18 @@ labelset_of(heapprof_delta *d, const pprof_sample *s, uint32_t *out)
 	return rc < 0 ? rc : 0;
 }
 
-/* The lstrs id of input string i (str_id[] resets every call: string
- * indexes are only stable within one). */
-HP_INLINE int
-lstr(heapprof_delta *d, uint32_t i, uint32_t *out)
-{
-	uint32_t v = d->str_id[i];
-	if (HP_UNLIKELY(v == DELTA_NONE)) {
-		size_t l;
-		const char *s = heapprof__pprof_string(&d->dec, i, &l);
-		int rc = heapprof__dt_intern(&d->lstrs, s, l,
-		                             heapprof__dt_hash(s, l), &v);
-		if (rc < 0)
-			return rc;
-		d->str_id[i] = v;
-	}
-	*out = v;
-	return 0;
-}
-
-/* Label set id of one label (its string indexes valid), through a cache
- * by content that lasts across calls. */
+/* Label set id of one label (its string indexes valid), through the
+ * label cache. */
 int
 heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
                              uint32_t *out)
 {
-	uint32_t k, v, u;
-	HP_TRY(lstr(d, lb->key, &k));
-	HP_TRY(lstr(d, lb->str, &v));
-	HP_TRY(lstr(d, lb->num_unit, &u));
-	uint64_t h = ((uint64_t)lb->num ^ (uint64_t)k << 40 ^
-	              (uint64_t)v << 20 ^ u) *
+	uint64_t h = ((uint64_t)lb->num ^ (uint64_t)lb->key << 40 ^
+	              (uint64_t)lb->str << 20 ^ lb->num_unit) *
 	             0x9e3779b97f4a7c15ULL;
-	delta_lcache *c = &d->lcache[h >> 52]; /* 12 bits: DELTA_LCACHE */
-	if (c->epoch == d->lc_epoch && c->key == k && c->str == v &&
-	    c->num == lb->num && c->unit == u) {
+	delta_label_cache *c = &d->label_cache[h >> 52]; /* 12 bits */
+	if (c->epoch == d->label_epoch && c->key == lb->key &&
+	    c->str == lb->str && c->num == lb->num && c->unit == lb->num_unit) {
 		*out = c->id;
 		return 0;
 	}
@@ -191,12 +168,8 @@ heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
 	                             heapprof__dt_hash(d->bbuf, n), out);
 	if (rc < 0)
 		return rc;
-	c->epoch = d->lc_epoch;
-	c->key = k;
-	c->str = v;
-	c->num = lb->num;
-	c->unit = u;
-	c->id = *out;
+	*c = (delta_label_cache){d->label_epoch, lb->key, lb->str,
+	                         lb->num_unit, *out, lb->num};
 	return 0;
 }
 
@@ -256,9 +229,11 @@ heapprof__delta_key_prepare(heapprof_delta *d)
 	d->lf_ok = false;
 	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
 	                            dec->nlocs + 1, 4));
-	HP_TRY(heapprof__delta_grow(d, &d->str_id, &d->str_id_cap,
-	                            dec->nstrings + 1, 4));
-	memset(d->str_id, 0xff, dec->nstrings * 4);
+	/* String indexes name other strings in another call. */
+	if (++d->label_epoch == 0) {
+		memset(d->label_cache, 0, sizeof(d->label_cache));
+		d->label_epoch = 1;
+	}
 	if (!keep)
 		memset(d->loc_frame, 0xff, dec->nlocs * 4);
 	bool ok = dec->rec_valid;
@@ -598,16 +573,6 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	}
 	link_key(d, kid);
 	return heapprof__delta_add_values(d, kid, off, vals, voff);
-}
-
-void
-heapprof__delta_labels_forget(heapprof_delta *d)
-{
-	if (++d->lc_epoch == 0) { /* wrapped: entries of epoch 0 exist */
-		memset(d->lcache, 0, sizeof(d->lcache));
-		d->lc_epoch = 1;
-	}
-	heapprof__dt_clear(&d->lstrs);
 }
 
 void
