@@ -322,11 +322,11 @@ index_pass(pprof_dec *d, size_t from)
 			d->nsamples++;
 			if (first == UINT32_MAX)
 				first = at;
-			/* The samples that follow, in a tight loop: tag 0x12,
+			/* The samples that follow, in a tight loop: their tag,
 			 * a length of one to three bytes, the payload. */
 			const uint8_t *p = r.p, *e = r.end;
 			size_t n = 0;
-			while (e - p >= 4 && p[0] == 0x12) {
+			while (e - p >= 4 && p[0] == TAG_SAMPLE) {
 				size_t l = p[1], h = 2;
 				if (l >= 0x80) {
 					if (p[2] >= 0x80) {

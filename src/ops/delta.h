@@ -174,18 +174,14 @@ void heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes);
 int heapprof__delta_key_prepare(heapprof_delta *d);
 int heapprof__delta_reserve(heapprof_delta *d);
 int heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len);
-/* A label message's payload [q, e) into lb, if it has only varint fields
- * (key, str, num, num_unit) with string indexes in range: true. */
-bool heapprof__delta_label_fields(const pprof_dec *dec, const uint8_t *q,
-                                  const uint8_t *e, pprof_label *lb);
 /* Label set id of one label whose string indexes are valid. */
 int heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
                                  uint32_t *out);
-/* Adds one sample's values to key kid's item (voff: DELTA_NONE if the
- * values are in `values` only, else the sample has the usual form and
- * they are read again from its bytes later). */
+/* Adds one sample's values to key kid's item (usual: the sample has the
+ * usual form, and its values are read again from its bytes later; else
+ * they are in `values` only). */
 int heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
-                               const int64_t *values, uint32_t voff);
+                               const int64_t *values, bool usual);
 
 /* Key kid follows the previous sample's. */
 HP_INLINE void

@@ -310,40 +310,15 @@ key_intern(heapprof_delta *d, const uint32_t *fr, size_t nf, uint32_t ls,
 
 /* ------------------------------------------------------------ samples */
 
-bool
-heapprof__delta_label_fields(const pprof_dec *dec, const uint8_t *q,
-                             const uint8_t *e, pprof_label *lb)
-{
-	const uint8_t *hard = dec->s_hard;
-	memset(lb, 0, sizeof(*lb));
-	while (q < e) {
-		uint8_t t = *q++;
-		uint64_t v;
-		if ((t != 0x08 && t != 0x10 && t != 0x18 && t != 0x20) ||
-		    rd_varint(&q, hard, &v) < 0 || q > e ||
-		    (t != 0x18 && v >= dec->nstrings))
-			return false;
-		if (t == 0x08)
-			lb->key = (uint32_t)v;
-		else if (t == 0x10)
-			lb->str = (uint32_t)v;
-		else if (t == 0x18)
-			lb->num = (int64_t)v;
-		else
-			lb->num_unit = (uint32_t)v;
-	}
-	return true;
-}
-
 /* The frames (into keybuf, leaf first), label set and values of the
  * sample at (off, len) read straight from its bytes when it has the usual
- * form (one-byte tags; packed or single location ids; one packed values
- * field; at most one label, varint fields only): 1, *nfp set. Anything
+ * form (sample_field's; packed or single location ids; one packed values
+ * field; at most one label in label_fields' form): 1, *nfp set. Anything
  * else, or anything the decoder would reject: 0 (the decoder then
  * decides). */
 static int
 parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
-            uint32_t *ls, int64_t *vals, uint32_t *voff)
+            uint32_t *ls, int64_t *vals)
 {
 	const pprof_dec *dec = &d->dec;
 	const uint8_t *p = heapprof__pprof_sbytes(dec, off), *e = p + len;
@@ -351,73 +326,54 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 	size_t nt = dec->ntypes, nf = 0, nv = 0;
 	bool have_vals = false;
 	int nlab = 0;
-	pprof_label lb = {0};
-	if (nt > DELTA_MAXT || len >= DELTA_VALS)
+	uint64_t lf[5];
+	if (nt > DELTA_MAXT)
 		return 0;
 	HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap,
 	                            2 * (size_t)len + 2, 4));
 	uint32_t *kb = d->keybuf;
 	while (p < e) {
-		uint8_t tag = *p;
-		const uint8_t *q = p + 1;
-		uint64_t n, v;
-		if (tag == 0x08 || tag == 0x0a) {
-			const uint8_t *fe;
-			if (tag == 0x08) {
-				fe = e; /* one id */
-			} else {
-				if (rd_varint(&q, hard, &n) < 0 || q > e ||
-				    n > (uint64_t)(e - q))
-					return 0;
-				fe = q + n;
-			}
-			do {
-				if (q >= fe)
-					return 0;
-				if (HP_LIKELY(*q < 0x80))
-					v = *q++;
-				else if (rd_varint(&q, hard, &v) < 0 || q > fe)
+		uint8_t tag;
+		uint64_t n, v = 0;
+		if (!sample_field(&p, e, hard, &tag, &n))
+			return 0;
+		bool one = tag == TAG_SAMPLE_LOCATION_ID;
+		const uint8_t *fe = one ? p : p + n;
+		if (one || tag == TAG_SAMPLE_LOCATION_IDS) {
+			if (!one && n == 0)
+				return 0;
+			for (v = n; one || p < fe; one = false) {
+				if (!one && !packed_next(&p, fe, hard, &v))
 					return 0;
 				long li = idmap_find(&dec->loc_ids, dec->locs, v);
 				if (li < 0)
 					return 0;
 				HP_TRY(frame_at(d, (uint32_t)li, &kb[nf]));
 				nf++;
-			} while (tag == 0x0a && q < fe);
-			p = q;
-			continue;
-		}
-		if ((tag != 0x12 && tag != 0x1a) ||
-		    rd_varint(&q, hard, &n) < 0 || q > e ||
-		    n > (uint64_t)(e - q))
-			return 0;
-		const uint8_t *fe = q + n;
-		if (tag == 0x12) {
+			}
+		} else if (tag == TAG_SAMPLE_VALUES) {
 			if (have_vals)
 				return 0;
 			have_vals = true;
-			*voff = DELTA_VALS |
-			        (uint32_t)(q - heapprof__pprof_sbytes(dec, off));
-			while (q < fe) {
-				if (nv == nt)
-					return 0;
-				if (HP_LIKELY(*q < 0x80))
-					v = *q++;
-				else if (rd_varint(&q, hard, &v) < 0 || q > fe)
+			while (p < fe) {
+				if (nv == nt || !packed_next(&p, fe, hard, &v))
 					return 0;
 				vals[nv++] = (int64_t)v;
 			}
-		} else {
-			if (nlab++ || !heapprof__delta_label_fields(dec, q, fe, &lb))
-				return 0;
+		} else if (nlab++ ||
+		           !label_fields(p, fe, hard, dec->nstrings, lf)) {
+			return 0;
 		}
 		p = fe;
 	}
 	if (nv != nt)
 		return 0;
 	*ls = DELTA_NONE;
-	if (nlab)
+	if (nlab) {
+		pprof_label lb = {(uint32_t)lf[1], (uint32_t)lf[2],
+		                  (uint32_t)lf[4], (int64_t)lf[3]};
 		HP_TRY(heapprof__delta_labelset_one(d, &lb, ls));
+	}
 	*nfp = nf;
 	return 1;
 }
@@ -440,26 +396,24 @@ heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
 		}
 		return 0;
 	}
-	/* The one packed values field of a sample parse_usual took whole (one-byte tags), found by its tag. It was that
-	 * form when the call read it first: anything else now is an input
-	 * that changed between two reads of it. */
+	/* The one packed values field of a sample parse_usual took whole.
+	 * It was that form when the call read it first: anything else now
+	 * is an input that changed between two reads of it. */
 	const uint8_t *q = heapprof__pprof_sbytes(&d->dec, off);
 	const uint8_t *e = q + heapprof__delta_item_len(&d->dec, off);
-	const uint8_t *hard = d->dec.s_hard, *fe = NULL;
-	while (q < e && !fe) {
-		uint8_t tag = *q++;
-		uint64_t m;
-		if (rd_varint(&q, hard, &m) < 0 || q > e ||
-		    (tag != 0x08 && m > (uint64_t)(e - q)))
+	const uint8_t *hard = d->dec.s_hard;
+	uint8_t tag = 0;
+	uint64_t m = 0;
+	while (q < e && tag != TAG_SAMPLE_VALUES) {
+		if (!sample_field(&q, e, hard, &tag, &m))
 			return HEAPPROF_ECHANGED;
-		if (tag == 0x12)
-			fe = q + m;
-		else if (tag != 0x08)
+		if (tag != TAG_SAMPLE_VALUES && tag != TAG_SAMPLE_LOCATION_ID)
 			q += m;
 	}
+	const uint8_t *fe = q + m;
 	for (size_t t = 0; t < n; t++)
-		if (!fe || q >= fe || rd_varint(&q, hard, &out[t]) < 0 ||
-		    q > fe)
+		if (tag != TAG_SAMPLE_VALUES || q >= fe ||
+		    !packed_next(&q, fe, hard, &out[t]))
 			return HEAPPROF_ECHANGED;
 	return 0;
 }
@@ -479,18 +433,17 @@ acc_row(heapprof_delta *d, uint32_t *row)
 }
 
 /* Adds one sample's values to its key's item: the first sample makes the
- * item (values read again from the input later if voff is DELTA_VALS and
- * their offset, else a row); a second one gives it a row holding the
- * sum. */
+ * item (values read again from the input later if usual, else a row); a
+ * second one gives it a row holding the sum. */
 int
 heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
-                           const int64_t *values, uint32_t voff)
+                           const int64_t *values, bool usual)
 {
 	size_t nt = d->dec.ntypes;
 	uint32_t row;
 	if (d->kgen[kid] != d->gen) {
 		uint32_t kp = (uint32_t)d->nitems;
-		if (voff == DELTA_NONE) {
+		if (!usual) {
 			HP_TRY(acc_row(d, &row));
 			for (size_t t = 0; t < nt; t++)
 				d->acc[(size_t)row * nt + t] = (uint64_t)values[t];
@@ -534,17 +487,16 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	int64_t fv[DELTA_MAXT];
 	const int64_t *vals = fv;
 	size_t nf;
-	uint32_t ls, kid, voff = DELTA_NONE;
+	uint32_t ls, kid;
 	int rc = 0;
 	if (off > DELTA_ITEM_OFF || len >= DELTA_VALS)
 		return HEAPPROF_ETOOBIG; /* offsets and lengths are 31 bits */
 	rc = d->slow_only & DELTA_SLOW_NOKEY
 	                 ? 0
-	                 : parse_usual(d, off, len, &nf, &ls, fv, &voff);
+	                 : parse_usual(d, off, len, &nf, &ls, fv);
 	if (rc < 0)
 		return rc;
 	if (rc == 0) {
-		voff = DELTA_NONE;
 		pprof_sample s;
 		HP_TRY(heapprof__pprof_sample_at(&d->dec, off, len, &s));
 		HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap,
@@ -572,7 +524,7 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 		HP_TRY(key_intern(d, fr, nf, ls, &kid));
 	}
 	link_key(d, kid);
-	return heapprof__delta_add_values(d, kid, off, vals, voff);
+	return heapprof__delta_add_values(d, kid, off, vals, rc == 1);
 }
 
 void
