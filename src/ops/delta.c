@@ -88,10 +88,7 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	heapprof__dp_init(&d->keys, rf, d->rctx);
 	heapprof__pprof_dec_init(&d->dec, rf, d->rctx);
 	d->dec.keep_records = true;
-	/* Offsets leave their top bit to the item flag (delta.h). */
 	d->dec.limit = opt->max_input ? opt->max_input : d->dec.limit;
-	if (d->dec.limit > DELTA_ITEM_OFF)
-		d->dec.limit = DELTA_ITEM_OFF;
 	heapprof__pb_init(&d->w, rf, d->rctx, NULL, NULL);
 
 	const char *const *names = opt->types ? opt->types : default_types;
@@ -258,7 +255,7 @@ emit(heapprof_delta *d)
 		uint64_t nz = 0;
 		/* (stream input: read on to the item's first sample) */
 		HP_TRY(heapprof__pprof_sample_seek(dec, &it, off));
-		uint32_t len = heapprof__delta_item_len(dec, off);
+		uint32_t len = item->len;
 		HP_TRY(heapprof__delta_item_values(d, item, nt, outv));
 		for (size_t j = 0; j < ns; j++)
 			outv[ti[j]] -= (uint64_t)prev[si[j]];

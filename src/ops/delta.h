@@ -22,16 +22,13 @@
 /* Frame ids: by address below this, by lines with this bit. */
 #define DELTA_LFRAME 0x80000000u
 
-/* One key's samples in this call: the key and the offset of its first
- * sample in this profile. The sample's length is read again from the
- * field header before it (heapprof__delta_item_len); its values are its
- * key's accumulator row if kpos says so, else read again from the
- * sample's bytes (one sample in the usual wire form). */
+/* One key's samples in this call: the key, and where its first sample
+ * is in this profile. Its values are its key's accumulator row if kpos
+ * says so, else read again from that sample's bytes (one sample in the
+ * usual wire form). */
 typedef struct delta_item {
-	uint32_t kid; /* key id */
-	uint32_t off; /* inputs are under 2 GiB */
+	uint32_t kid, off, len;
 } delta_item;
-#define DELTA_ITEM_OFF 0x7fffffffu
 
 /* kpos[k] of a key seen in this call (kgen[k] == gen): its item's index,
  * or DELTA_KROW | its accumulator row once it has one (several samples,
@@ -42,10 +39,6 @@ typedef struct delta_item {
 #define DELTA_KROW 0x80000000u
 #define DELTA_KFIRST 0x40000000u
 #define DELTA_KROWS 0x3fffffffu
-
-/* Marks "not the usual form" (parse_usual, the label cache) and bounds
- * sample lengths there. */
-#define DELTA_VALS 0x80000000u
 
 /* Most sample types the usual-form path decodes inline (more: the
  * decoder). */
@@ -181,7 +174,8 @@ int heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
  * usual form, and its values are read again from its bytes later; else
  * they are in `values` only). */
 int heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
-                               const int64_t *values, bool usual);
+                               uint32_t len, const int64_t *values,
+                               bool usual);
 
 /* Key kid follows the previous sample's. */
 HP_INLINE void
@@ -206,24 +200,6 @@ void heapprof__delta_key_free(heapprof_delta *d);
  * it). */
 int heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
                                 size_t n, uint64_t *out);
-/* The length of the sample at off, from the field header before it (a
- * length varint after a tag whose last byte is < 0x80). */
-HP_INLINE uint32_t
-heapprof__delta_item_len(const pprof_dec *dec, uint32_t off)
-{
-	/* The varint ends just before the sample; its other bytes have the
-	 * top bit set, and the tag's last byte before it has not. */
-	const uint8_t *e = heapprof__pprof_sbytes(dec, off), *p = e - 1;
-	if (HP_LIKELY(p[-1] < 0x80))
-		return *p; /* one byte: samples under 128 bytes */
-	for (int k = 0; k < 9 && p[-1] >= 0x80; k++)
-		p--;
-	uint64_t len = 0;
-	for (unsigned k = 0; p + k < e; k++)
-		len |= (uint64_t)(p[k] & 0x7f) << (7 * k);
-	return (uint32_t)len;
-}
-
 /* Output (delta_write.c). begin resets the writer and writes the sample
  * types; sample writes one sample; finish writes the mappings, locations,
  * functions and strings the samples need, the header, and flushes. */

@@ -382,15 +382,14 @@ int
 heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
                             size_t n, uint64_t *out)
 {
-	uint32_t kp = d->kpos[item->kid], off = item->off & DELTA_ITEM_OFF;
+	uint32_t kp = d->kpos[item->kid], off = item->off;
 	if (kp & DELTA_KROW) {
 		memcpy(out, d->acc + (size_t)(kp & DELTA_KROWS) * d->dec.ntypes,
 		       n * 8);
 		if (kp & DELTA_KFIRST) {
 			pprof_sample s;
 			HP_TRY(heapprof__pprof_sample_at(
-				&d->dec, off, heapprof__delta_item_len(&d->dec, off),
-				&s));
+				&d->dec, off, item->len, &s));
 			for (size_t t = 0; t < n; t++)
 				out[t] += (uint64_t)s.values[t];
 		}
@@ -400,7 +399,7 @@ heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
 	 * It was that form when the call read it first: anything else now
 	 * is an input that changed between two reads of it. */
 	const uint8_t *q = heapprof__pprof_sbytes(&d->dec, off);
-	const uint8_t *e = q + heapprof__delta_item_len(&d->dec, off);
+	const uint8_t *e = q + item->len;
 	const uint8_t *hard = d->dec.s_hard;
 	uint8_t tag = 0;
 	uint64_t m = 0;
@@ -437,7 +436,7 @@ acc_row(heapprof_delta *d, uint32_t *row)
  * second one gives it a row holding the sum. */
 int
 heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
-                           const int64_t *values, bool usual)
+                           uint32_t len, const int64_t *values, bool usual)
 {
 	size_t nt = d->dec.ntypes;
 	uint32_t row;
@@ -455,9 +454,7 @@ heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
 			return HEAPPROF_ECHANGED;
 		d->kgen[kid] = d->gen;
 		d->kpos[kid] = kp;
-		delta_item *item = &d->items[d->nitems++];
-		item->kid = kid;
-		item->off = off;
+		d->items[d->nitems++] = (delta_item){kid, off, len};
 		return 0;
 	}
 	uint32_t kp = d->kpos[kid];
@@ -488,10 +485,7 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	const int64_t *vals = fv;
 	size_t nf;
 	uint32_t ls, kid;
-	int rc = 0;
-	if (off > DELTA_ITEM_OFF || len >= DELTA_VALS)
-		return HEAPPROF_ETOOBIG; /* offsets and lengths are 31 bits */
-	rc = d->slow_only & DELTA_SLOW_NOKEY
+	int rc = d->slow_only & DELTA_SLOW_NOKEY
 	                 ? 0
 	                 : parse_usual(d, off, len, &nf, &ls, fv);
 	if (rc < 0)
@@ -524,7 +518,7 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 		HP_TRY(key_intern(d, fr, nf, ls, &kid));
 	}
 	link_key(d, kid);
-	return heapprof__delta_add_values(d, kid, off, vals, rc == 1);
+	return heapprof__delta_add_values(d, kid, off, len, vals, rc == 1);
 }
 
 void
