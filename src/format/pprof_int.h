@@ -11,11 +11,18 @@
 #include "heapprof.h"
 #include "pprof_dec.h"
 
-/* Grows a scratch array to `need` elements (doubling) through the
- * decoder's allocator; release frees one. */
-int heapprof__pprof_grow(pprof_dec *d, void *pp, size_t *cap, size_t need,
-                         size_t elem);
-void heapprof__pprof_release(pprof_dec *d, void *pp, size_t bytes);
+/* heapprof__grow and heapprof__release through the decoder's allocator. */
+HP_INLINE int
+heapprof__pprof_grow(pprof_dec *d, void *pp, size_t *cap, size_t need,
+                     size_t elem)
+{
+	return heapprof__grow(d->realloc_fn, d->realloc_ctx, pp, cap, need, elem);
+}
+HP_INLINE void
+heapprof__pprof_release(pprof_dec *d, void *pp, size_t bytes)
+{
+	heapprof__release(d->realloc_fn, d->realloc_ctx, pp, bytes);
+}
 
 /* Returns rc after writing fault (pprof_dec.fault): what was wrong. */
 int heapprof__pprof_fault(pprof_dec *d, int rc, const char *fmt, ...)

@@ -29,37 +29,6 @@ static const char *const default_types[] = {"alloc_objects", "alloc_space",
 
 #define DEFAULT_MAX_AGE 16
 
-int
-heapprof__delta_grow(heapprof_delta *d, void *pp, size_t *cap, size_t need,
-                     size_t elem)
-{
-	void **p = pp;
-	if (HP_LIKELY(need <= *cap))
-		return 0;
-	/* 1.5x: the big arrays (per key, per node, per sample) are most of
-	 * the computer's memory, so less slack than doubling. */
-	size_t c = *cap + *cap / 2;
-	if (c < need)
-		c = need < 64 ? 64 : need;
-	if (c > SIZE_MAX / 2 / elem)
-		return -ENOMEM;
-	void *np = d->rf(d->rctx, *p, *cap * elem, c * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = c;
-	return 0;
-}
-
-void
-heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes)
-{
-	void **p = pp;
-	if (*p)
-		d->rf(d->rctx, *p, bytes, 0);
-	*p = NULL;
-}
-
 /* ------------------------------------------------------------ lifecycle */
 
 HP_EXPORT int

@@ -155,10 +155,18 @@ heapprof__delta_prev_bytes(const heapprof_delta *d, size_t cap)
 	return cap * d->npcols * 8 + 8;
 }
 
-/* Grows a scratch array to hold `need` elements (doubling). */
-int heapprof__delta_grow(heapprof_delta *d, void *pp, size_t *cap, size_t need,
-                         size_t elem);
-void heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes);
+/* heapprof__grow and heapprof__release through the computer's allocator. */
+HP_INLINE int
+heapprof__delta_grow(heapprof_delta *d, void *pp, size_t *cap, size_t need,
+                     size_t elem)
+{
+	return heapprof__grow(d->rf, d->rctx, pp, cap, need, elem);
+}
+HP_INLINE void
+heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes)
+{
+	heapprof__release(d->rf, d->rctx, pp, bytes);
+}
 
 /* Identity (delta_key.c). prepare readies loc_frame[] for the input;
  * reserve sizes a first fill (no keys yet) for its samples at once;
