@@ -49,9 +49,9 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	d->rf = rf;
 	d->rctx = opt->realloc_ctx;
 	d->max_age = opt->max_age ? opt->max_age : DEFAULT_MAX_AGE;
-	d->khead = d->klast = DELTA_NONE;
-	heapprof__dp_init(&d->aframes, rf, d->rctx);
-	heapprof__dt_init(&d->frames, rf, d->rctx);
+	d->first_key = d->prev_key = DELTA_NONE;
+	heapprof__dp_init(&d->addr_frames, rf, d->rctx);
+	heapprof__dt_init(&d->line_frames, rf, d->rctx);
 	heapprof__dt_init(&d->labelsets, rf, d->rctx);
 	heapprof__dp_init(&d->nodes, rf, d->rctx);
 	heapprof__dp_init(&d->keys, rf, d->rctx);
@@ -132,13 +132,13 @@ heapprof_delta_free(heapprof_delta *d)
 HP_EXPORT void
 heapprof_delta_reset(heapprof_delta *d)
 {
-	heapprof__dp_clear(&d->aframes);
-	heapprof__dt_clear(&d->frames);
+	heapprof__dp_clear(&d->addr_frames);
+	heapprof__dt_clear(&d->line_frames);
 	heapprof__dt_clear(&d->labelsets);
 	heapprof__dp_clear(&d->nodes);
 	heapprof__dp_clear(&d->keys);
-	d->lf_ok = false;
-	d->khead = DELTA_NONE;
+	d->frames_kept = false;
+	d->first_key = DELTA_NONE;
 	d->have_prev = false;
 	d->prev_time = 0;
 }
@@ -149,12 +149,12 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->calls = d->calls;
 	st->keys = d->keys.n;
-	st->frames = d->aframes.n + d->frames.n;
+	st->frames = d->addr_frames.n + d->line_frames.n;
 	st->evicted = d->evicted;
 	st->last_samples_in = d->last_in;
 	st->last_samples_out = d->last_out;
-	size_t b = heapprof__dp_memory(&d->aframes) +
-	           heapprof__dt_memory(&d->frames) +
+	size_t b = heapprof__dp_memory(&d->addr_frames) +
+	           heapprof__dt_memory(&d->line_frames) +
 	           heapprof__dt_memory(&d->labelsets) +
 	           heapprof__dp_memory(&d->nodes) +
 	           heapprof__dp_memory(&d->keys);
@@ -285,7 +285,7 @@ maybe_evict(heapprof_delta *d)
 	if (d->nitems == d->keys.n)
 		return 0; /* every key was in this profile */
 	for (size_t k = 0; k < d->keys.n; k++)
-		dead += d->gen - d->kgen[k] > d->max_age;
+		dead += d->gen - d->key_call[k] > d->max_age;
 	/* Rebuild once a quarter of the keys are dead: memory stays within
 	 * 4/3 of the live set, and a stable stream never rebuilds. */
 	if (dead == 0 || dead * 4 < d->keys.n)

@@ -30,7 +30,7 @@ typedef struct delta_item {
 	uint32_t kid, off, len;
 } delta_item;
 
-/* kpos[k] of a key seen in this call (kgen[k] == gen): its item's index,
+/* kpos[k] of a key seen in this call (key_call[k] == gen): its item's index,
  * or DELTA_KROW | its accumulator row once it has one (several samples,
  * or a form the decoder reads). DELTA_KFIRST, stream input only: the row
  * holds the sums of the later samples, not yet the first one's values
@@ -59,93 +59,115 @@ typedef struct delta_label_cache {
 #define DELTA_SLOW_NOKEY 2  /* every sample through the decoder */
 #define DELTA_SLOW_NOOUT 4  /* every sample written from the decoder */
 
+/* The computer's state, by lifetime. Each group is an anonymous struct
+ * (its fields are named as the computer's own). */
 struct heapprof_delta {
-	pb_realloc_fn *rf;
-	unsigned slow_only; /* DELTA_SLOW_* (tests); 0 in use */
-	void *rctx;
-	gz_alloc gza; /* zlib's view of rf (delta_write.c) */
+	/* --- configuration: set by heapprof_delta_new, never changed */
+	struct {
+		pb_realloc_fn *rf;
+		void *rctx;
+		gz_alloc gza;       /* zlib's view of rf (delta_write.c) */
+		unsigned slow_only; /* DELTA_SLOW_* (tests); 0 in use */
+		char **names;       /* subtracted type names */
+		size_t nnames;
+		unsigned max_age;   /* calls a key may be absent, then evicted */
+	};
 
-	/* configuration */
-	char **names; /* subtracted type names */
-	size_t nnames;
-	/* prev[] holds a column only for the names a profile has matched so
-	 * far (a heap stream matches 2 of the 4 default names): ncol[name]
-	 * is its column or -1, npcols columns in all. */
-	int32_t *ncol;
-	size_t npcols;
-	unsigned max_age;
+	/* --- stream state: what one call leaves to the next. A sample's
+	 * identity (delta_key.c): its frames (address, or lines by
+	 * content), its stack a path of nodes (parent, frame) from the
+	 * root, its key (stack node, label set). */
+	struct {
+		dp_table addr_frames; /* frames by address (two halves): id f */
+		dt_table line_frames; /* frames by lines: id DELTA_LFRAME | f */
+		dt_table labelsets;
+		dp_table nodes; /* id + 1 is a node; 0 the empty stack */
+		dp_table keys;  /* (node, label set id or DELTA_NONE) */
+		/* Per key (kcap rows): the previous profile's values, npcols
+		 * columns (ncol[name]: a name's column or -1: a column only
+		 * for the names a profile has matched so far); the call in
+		 * which it was last seen; its item or row in that call
+		 * (kpos: DELTA_KROW); the key that followed it then. */
+		int64_t *prev;
+		int32_t *ncol;
+		size_t npcols;
+		uint32_t *key_call, *kpos, *key_next;
+		size_t kcap;
+		uint32_t first_key; /* the last call's first key */
+		uint32_t gen;       /* calls made, the current one included */
+		int64_t prev_time;
+		bool have_prev;
+		uint64_t calls, evicted;
+		/* the last successful call's sample types, for SAME_TYPES:
+		 * per type a u32 length and the bytes of its type, then of
+		 * its unit */
+		uint8_t *ptypes;
+		size_t ptypes_cap, pnt;
+	};
 
-	/* stream state. A sample's identity (delta_key.c): its frames
-	 * (address, or lines by content), its stack a path of nodes
-	 * (parent, frame) from the root, its key (stack node, label set). */
-	dp_table aframes; /* frames by address (its two halves): id f */
-	dt_table frames;  /* frames by lines: id DELTA_LFRAME | f */
-	dt_table labelsets;
-	dp_table nodes; /* id + 1 is a node; 0 the empty stack */
-	dp_table keys;  /* (node, label set id or DELTA_NONE) */
-	int64_t *prev;   /* keys.n x npcols: values of the previous profile */
-	uint32_t *kgen;  /* call in which each key was last seen */
-	uint32_t *kpos;  /* its item or row in that call (DELTA_KROW) */
-	uint32_t *knext; /* the key that followed it in the last call */
-	size_t kcap;
-	uint32_t gen;
-	int64_t prev_time;
-	bool have_prev;
-	uint64_t calls, evicted;
-	/* Prediction: the next sample is the key that followed the previous
-	 * one last time (knext), else the next key id; confirmed exactly. */
-	uint32_t khead, klast; /* first key of the last call; previous key */
-	uint64_t pred_hits; /* (tests) */
-	/* loc_frame[location index] -> frame id or DELTA_NONE, filled as
-	 * samples need it; kept to the next call when the decoder finds its
-	 * records unchanged (lf_ok) and every location has an address:
-	 * records_same (read mode), and the decoder's records still the
-	 * ones loc_frame was filled for (lf_gen). */
-	bool lf_ok;
-	uint64_t lf_gen;
-	delta_label_cache label_cache[DELTA_LABEL_CACHE];
-	uint32_t label_epoch;
-	/* per-call scratch, kept for its capacity */
-	pprof_dec dec;
-	uint32_t *loc_frame;
-	size_t loc_frame_cap;
-	uint32_t *keybuf;
-	size_t keybuf_cap;
-	uint8_t *bbuf;
-	size_t bbuf_cap;
-	uint32_t *lorder; /* label sort order */
-	size_t lorder_cap;
-	delta_item *items;
-	size_t nitems, items_cap;
-	uint64_t *acc; /* nacc rows of ntypes, summed as unsigned (wraps):
-	                * keys with several samples or an unusual form */
-	size_t nacc, acc_cap;
-	int32_t *slot; /* per input type: index into names or -1 */
-	size_t slot_cap;
-	int64_t *outv;
-	size_t outv_cap;
-	uint32_t *sub; /* subtracted types: input indexes, then name slots */
-	size_t sub_cap;
-	int32_t *tcol; /* per input type: its prev[] column or -1 */
-	size_t tcol_cap;
-	/* the last successful call's sample types, for SAME_TYPES: per type
-	 * a u32 length and the bytes of its type, then of its unit */
-	uint8_t *ptypes;
-	size_t ptypes_cap, pnt;
-	uint32_t *str_map; /* input string index -> output index (0: none) */
-	size_t str_map_cap;
-	uint32_t *out_strs; /* output string i = input string out_strs[i] */
-	size_t nout_strs, out_strs_cap;
-	uint8_t *loc_used, *func_used, *map_used;
-	size_t loc_used_cap, func_used_cap, map_used_cap;
-	size_t last_in, last_out;
+	/* --- caches, exact or checked before use */
+	struct {
+		/* loc_frame[location index] -> frame id or DELTA_NONE,
+		 * filled as samples need it; kept to the next call when the
+		 * decoder knows its records again (records_same, read mode)
+		 * and every location has an address (frames_kept), and the
+		 * decoder's records are the ones it was filled for
+		 * (frames_gen). */
+		uint32_t *loc_frame;
+		size_t loc_frame_cap;
+		bool frames_kept;
+		uint64_t frames_gen;
+		delta_label_cache label_cache[DELTA_LABEL_CACHE];
+		uint32_t label_epoch;
+		/* Prediction: the next sample's key is the one that
+		 * followed the previous sample's last time (key_next), else
+		 * the next key id; confirmed exactly. */
+		uint32_t prev_key;  /* the previous sample's, this call */
+		uint64_t pred_hits; /* (tests) */
+	};
 
-	/* output */
-	pb_writer w;
-	gz_writer gz;
-	bool gz_ready;
-	heapprof_write_fn *write;
-	void *write_arg;
+	/* --- per-call scratch, kept for its capacity */
+	struct {
+		pprof_dec dec;
+		uint32_t *keybuf; /* a sample's frames, leaf first */
+		size_t keybuf_cap;
+		uint8_t *bbuf; /* canonical bytes of a frame or label set */
+		size_t bbuf_cap;
+		uint32_t *lorder; /* label sort order */
+		size_t lorder_cap;
+		delta_item *items;
+		size_t nitems, items_cap;
+		uint64_t *acc; /* nacc rows of ntypes, summed as unsigned
+		                * (wraps): keys with several samples or an
+		                * unusual form */
+		size_t nacc, acc_cap;
+		int32_t *slot; /* per input type: index into names or -1 */
+		size_t slot_cap;
+		int32_t *tcol; /* per input type: its prev[] column or -1 */
+		size_t tcol_cap;
+		uint32_t *sub; /* subtracted types: input indexes, then
+		                * name slots */
+		size_t sub_cap;
+		int64_t *outv;
+		size_t outv_cap;
+		size_t last_in, last_out;
+	};
+
+	/* --- output (delta_write.c) */
+	struct {
+		pb_writer w;
+		gz_writer gz;
+		bool gz_ready;
+		heapprof_write_fn *write;
+		void *write_arg;
+		uint32_t *str_map; /* input string -> output index (0: none) */
+		size_t str_map_cap;
+		uint32_t *out_strs; /* output string i = input string
+		                     * out_strs[i] */
+		size_t nout_strs, out_strs_cap;
+		uint8_t *loc_used, *func_used, *map_used;
+		size_t loc_used_cap, func_used_cap, map_used_cap;
+	};
 };
 
 /* Bytes of a prev[] array of cap rows (one spare word: never 0 bytes). */
@@ -189,11 +211,11 @@ int heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
 HP_INLINE void
 link_key(heapprof_delta *d, uint32_t kid)
 {
-	if (d->klast == DELTA_NONE)
-		d->khead = kid;
+	if (d->prev_key == DELTA_NONE)
+		d->first_key = kid;
 	else
-		d->knext[d->klast] = kid;
-	d->klast = kid;
+		d->key_next[d->prev_key] = kid;
+	d->prev_key = kid;
 }
 
 

@@ -55,7 +55,7 @@ frame_of(heapprof_delta *d, uint32_t li, uint32_t *out)
 	size_t n = 0;
 	uint64_t addr = d->dec.loc_addr[li];
 	if (addr) {
-		int rc = heapprof__dp_intern(&d->aframes, (uint32_t)addr,
+		int rc = heapprof__dp_intern(&d->addr_frames, (uint32_t)addr,
 		                             (uint32_t)(addr >> 32), out);
 		if (rc < 0 || *out >= DELTA_LFRAME)
 			return -ENOMEM; /* (ids are 31 bits) */
@@ -73,7 +73,7 @@ frame_of(heapprof_delta *d, uint32_t li, uint32_t *out)
 		HP_TRY(bput_str(d, &n, fn.filename));
 		HP_TRY(bput(d, &n, &l.lines[k].line, 8));
 	}
-	int rc = heapprof__dt_intern(&d->frames, d->bbuf, n,
+	int rc = heapprof__dt_intern(&d->line_frames, d->bbuf, n,
 	                             heapprof__dt_hash(d->bbuf, n), out);
 	if (rc < 0 || *out >= DELTA_LFRAME)
 		return -ENOMEM;
@@ -191,7 +191,7 @@ keys_room(heapprof_delta *d, size_t n)
 		return -ENOMEM;
 	d->prev = p;
 	/* Each grown in turn: a failure leaves kcap, the smallest, true. */
-	uint32_t **arr[3] = {&d->kgen, &d->kpos, &d->knext};
+	uint32_t **arr[3] = {&d->key_call, &d->kpos, &d->key_next};
 	for (int i = 0; i < 3; i++) {
 		uint32_t *g = d->rf(d->rctx, *arr[i], d->kcap * 4, c * 4);
 		if (!g)
@@ -213,7 +213,7 @@ heapprof__delta_reserve(heapprof_delta *d)
 	 * root side), a frame per location (by address). */
 	HP_TRY(heapprof__dp_reserve(&d->keys, n));
 	HP_TRY(heapprof__dp_reserve(&d->nodes, n));
-	HP_TRY(heapprof__dp_reserve(&d->aframes, dec->nlocs));
+	HP_TRY(heapprof__dp_reserve(&d->addr_frames, dec->nlocs));
 	return keys_room(d, n);
 }
 
@@ -225,8 +225,9 @@ heapprof__delta_key_prepare(heapprof_delta *d)
 	 * are these (addresses only: lines would name strings, which the
 	 * records do not cover). Not kept if the room below fails: the
 	 * decoder's last valid profile is this one then. */
-	bool keep = d->lf_ok && dec->records_same && dec->rec_gen == d->lf_gen;
-	d->lf_ok = false;
+	bool keep = d->frames_kept && dec->records_same &&
+	            dec->rec_gen == d->frames_gen;
+	d->frames_kept = false;
 	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
 	                            dec->nlocs + 1, 4));
 	/* String indexes name other strings in another call. */
@@ -239,9 +240,9 @@ heapprof__delta_key_prepare(heapprof_delta *d)
 	bool ok = dec->rec_valid;
 	for (size_t i = 0; i < dec->nlocs && ok; i++)
 		ok = dec->loc_addr[i] != 0;
-	d->lf_ok = ok;
-	d->lf_gen = dec->rec_gen;
-	d->klast = DELTA_NONE;
+	d->frames_kept = ok;
+	d->frames_gen = dec->rec_gen;
+	d->prev_key = DELTA_NONE;
 	return 0;
 }
 
@@ -301,8 +302,8 @@ key_intern(heapprof_delta *d, const uint32_t *fr, size_t nf, uint32_t ls,
 			return -ENOMEM;
 		}
 		memset(d->prev + (size_t)kid * d->npcols, 0, d->npcols * 8);
-		d->kgen[kid] = d->gen - 1;
-		d->knext[kid] = DELTA_NONE;
+		d->key_call[kid] = d->gen - 1;
+		d->key_next[kid] = DELTA_NONE;
 	}
 	*kidp = kid;
 	return 0;
@@ -440,7 +441,7 @@ heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
 {
 	size_t nt = d->dec.ntypes;
 	uint32_t row;
-	if (d->kgen[kid] != d->gen) {
+	if (d->key_call[kid] != d->gen) {
 		uint32_t kp = (uint32_t)d->nitems;
 		if (!usual) {
 			HP_TRY(acc_row(d, &row));
@@ -452,7 +453,7 @@ heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
 		 * open counted is an input read again that changed. */
 		if (HP_UNLIKELY(d->nitems >= d->items_cap))
 			return HEAPPROF_ECHANGED;
-		d->kgen[kid] = d->gen;
+		d->key_call[kid] = d->gen;
 		d->kpos[kid] = kp;
 		d->items[d->nitems++] = (delta_item){kid, off, len};
 		return 0;
@@ -504,13 +505,14 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	const uint32_t *fr = d->keybuf;
 	/* The key that followed the previous one last time, else the next
 	 * key id; else the tables. */
-	uint32_t c = d->klast == DELTA_NONE ? d->khead : d->knext[d->klast];
+	uint32_t c = d->prev_key == DELTA_NONE ? d->first_key
+	                                       : d->key_next[d->prev_key];
 	if (d->slow_only & DELTA_SLOW_NOPRED) {
 		HP_TRY(key_intern(d, fr, nf, ls, &kid));
 	} else if (key_is(d, c, fr, nf, ls)) {
 		kid = c;
 		d->pred_hits++;
-	} else if (c = d->klast == DELTA_NONE ? 0 : d->klast + 1,
+	} else if (c = d->prev_key == DELTA_NONE ? 0 : d->prev_key + 1,
 	           key_is(d, c, fr, nf, ls)) {
 		kid = c;
 		d->pred_hits++;
@@ -524,15 +526,15 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 void
 heapprof__delta_key_free(heapprof_delta *d)
 {
-	heapprof__dp_free(&d->aframes);
-	heapprof__dt_free(&d->frames);
+	heapprof__dp_free(&d->addr_frames);
+	heapprof__dt_free(&d->line_frames);
 	heapprof__dt_free(&d->labelsets);
 	heapprof__dp_free(&d->nodes);
 	heapprof__dp_free(&d->keys);
 	heapprof__delta_release(d, &d->prev,
 	                        heapprof__delta_prev_bytes(d, d->kcap));
-	heapprof__delta_release(d, &d->kgen, d->kcap * 4);
+	heapprof__delta_release(d, &d->key_call, d->kcap * 4);
 	heapprof__delta_release(d, &d->kpos, d->kcap * 4);
-	heapprof__delta_release(d, &d->knext, d->kcap * 4);
+	heapprof__delta_release(d, &d->key_next, d->kcap * 4);
 	d->kcap = 0;
 }
