@@ -22,31 +22,6 @@ raw_sink(void *ctx, const uint8_t *p, size_t n)
 }
 
 
-/* Z_FINISH without deflateEnd, so the stream is reset and reused. */
-static int
-gz_finish_keep(gz_writer *g)
-{
-	if (g->err)
-		return g->err;
-	int rc;
-	g->zs.next_in = NULL;
-	g->zs.avail_in = 0;
-	do {
-		g->zs.next_out = g->obuf;
-		g->zs.avail_out = sizeof(g->obuf);
-		rc = deflate(&g->zs, Z_FINISH);
-		if (rc == Z_STREAM_ERROR)
-			return HEAPPROF_EGZIP;
-		size_t have = sizeof(g->obuf) - g->zs.avail_out;
-		if (have) {
-			int w = g->out(g->out_ctx, g->obuf, have);
-			if (w < 0)
-				return g->err = w;
-		}
-	} while (rc != Z_STREAM_END);
-	return 0;
-}
-
 void
 heapprof__delta_out_free(heapprof_delta *d)
 {
@@ -515,6 +490,6 @@ heapprof__delta_out_finish(heapprof_delta *d, unsigned flags,
 	}
 	HP_TRY(heapprof__pb_finish(w));
 	if (flags & HEAPPROF_DELTA_GZIP)
-		HP_TRY(gz_finish_keep(&d->gz));
+		HP_TRY(heapprof__gz_writer_end(&d->gz));
 	return 0;
 }
