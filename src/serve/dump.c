@@ -60,7 +60,6 @@ static _Atomic int pending;
  * INT64_MAX: never); advanced under dump_lock. */
 static _Atomic int64_t next_due = INT64_MAX;
 static int64_t period_ms;       /* written once at start */
-int heapprof__serve_armed;      /* written once at start */
 
 int
 heapprof__serve_path(const char *tmpl, long pid, long mainpid, uint64_t sq,
