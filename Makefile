@@ -15,13 +15,13 @@ OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 ALLCFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden \
-	-Iinclude -Isrc/common -Isrc/format -MMD -MP
+	-Iinclude -Isrc/common -Isrc/pprof -Isrc/legacy -Isrc/symbols -MMD -MP
 LIBS    := -lz -lm -ldl -lpthread
 
 B := build
 
 COMMON_SRC  := $(wildcard src/common/*.c)
-FORMAT_SRC  := $(wildcard src/format/*.c)
+FORMAT_SRC  := $(wildcard src/pprof/*.c src/legacy/*.c src/symbols/*.c)
 OPS_SRC     := $(wildcard src/ops/*.c)
 COLLECT_SRC := $(wildcard src/collect/*.c)
 SERVE_SRC   := $(wildcard src/serve/*.c)
@@ -66,7 +66,7 @@ $(B)/obj/%.o: %.c
 # a process that never dumps never looks those symbols up (-z now cost
 # /bin/true ~60 k instructions of lookups).
 # Nor are libz and libm loaded at start-up (~35 k more): src/so/libs.c
-# loads them before the format code's first call (src/format/lazylibs.h).
+# loads them before the format code's first call (src/pprof/lazylibs.h).
 # snapshot.c runs only in dumps (on the dump stack, the endpoint's thread,
 # or an API caller's stack, which the encoder needs anyway): lazy.
 EAGER_OBJ := $(filter-out %/snapshot.o,$(COLLECT_OBJ)) $(COMMON_OBJ) \
@@ -171,11 +171,11 @@ $(B)/bench/bench_merge: bench/bench_merge.c $(TOOL_OBJ)
 # bench_symbolize links the tool half (DWARF and ELF symbolizers, decoder).
 $(B)/bench/bench_symbolize: bench/bench_symbolize.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -Isrc/common -Isrc/format -o $@ $^ -lz -lm
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -Isrc/common -Isrc/pprof -Isrc/legacy -Isrc/symbols -o $@ $^ -lz -lm
 # bench_delta links the tool half (delta computer and pprof decoder).
 $(B)/bench/bench_delta: bench/bench_delta.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -Isrc/common -Isrc/format -o $@ $^ -lz -lm
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -Isrc/common -Isrc/pprof -Isrc/legacy -Isrc/symbols -o $@ $^ -lz -lm
 # bench_unwind links the capture's unwinders (stack.o, unwind.o).
 $(B)/bench/bench_unwind: bench/bench_unwind.c $(B)/obj/src/collect/stack.o $(B)/obj/src/collect/unwind.o
 	@mkdir -p $(dir $@)
@@ -232,7 +232,7 @@ FUZZ_TARGETS := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
 FUZZ_SRC  := $(COMMON_SRC) $(FORMAT_SRC) $(OPS_SRC) src/serve/http_req.c
 FUZZ_CC   ?= clang
 FUZZ_FLAGS := -std=c11 -D_GNU_SOURCE -g -O1 $(WARN) -Iinclude -Isrc/common \
-	-Isrc/format -Isrc/ops -Ifuzz
+	-Isrc/pprof -Isrc/legacy -Isrc/symbols -Isrc/ops -Ifuzz
 fuzz: $(patsubst %,$(B)/fuzz/%,$(FUZZ_TARGETS))
 .PHONY: fuzz-replay
 fuzz-replay: $(patsubst fuzz_%,$(B)/fuzz/replay_%,$(FUZZ_TARGETS))
@@ -256,10 +256,10 @@ SAN_tsan  := -fsanitize=thread
 SAN_asan  := -fsanitize=address
 SAN_ubsan := -fsanitize=undefined -fno-sanitize-recover=all
 SAN_FLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
-	-fvisibility=hidden -Iinclude -Isrc/common -Isrc/format -Isrc/collect \
+	-fvisibility=hidden -Iinclude -Isrc/common -Isrc/pprof -Isrc/legacy -Isrc/symbols -Isrc/collect \
 	-Isrc/serve -MMD -MP
 # What the capture half links: no src/ops, no legacy-format readers.
-SAN_SRC := $(COMMON_SRC) $(filter-out src/format/legacy_%,$(FORMAT_SRC)) $(SERVE_SRC) \
+SAN_SRC := $(COMMON_SRC) $(filter-out src/legacy/legacy_%,$(FORMAT_SRC)) $(SERVE_SRC) \
 	$(filter-out src/collect/interpose.c src/collect/bootstrap.c,$(COLLECT_SRC)) \
 	tests/sanitize/hp_entry.c tests/sanitize/hp_boot.c
 define SAN_RULES

@@ -348,19 +348,40 @@ int heapprof__snapshot_write(heapprof_write_fn *write, void *arg, int text);
 /* In a forked child whose parent was dumping: forget the symbol caches. */
 void heapprof__snapshot_atfork_reset(void);
 
-/* -------------------------------------------------------- serve/dump.c */
+/* ------------------------------------------- delivery (src/serve/hooks.c) */
 
-/* Nonzero when periodic or signal dumps are on: a sampled allocation then
- * calls heapprof__serve_due(), which takes the dump that is due (the
- * signal arrived, or the interval ended) if the thread is not busy.
- * Written once by the constructor. */
+/* What delivers profiles (files, signal and periodic dumps, the endpoint,
+ * push) is src/serve, which includes collect.h and calls the capture;
+ * the capture never includes serve.h nor names its functions: it calls
+ * these hooks, which src/serve/hooks.c defines. The reference is weak, so
+ * the capture links alone (heapprof__hooks() is NULL then). */
+typedef struct hp_delivery {
+	void (*start)(void); /* constructor time */
+	void (*exit)(void);  /* the at-exit dump; the busy flag set */
+	void (*due)(void);   /* a sampled allocation, when armed */
+	/* fork: prepare returns 1 if it took the dump lock; parent and
+	 * child get that value back */
+	int (*atfork_prepare)(void);
+	void (*atfork_parent)(int locked);
+	void (*atfork_child)(int locked);
+} hp_delivery;
+extern HP_HIDDEN const hp_delivery heapprof__delivery __attribute__((weak));
+HP_INLINE const hp_delivery *
+heapprof__hooks(void)
+{
+	return &heapprof__delivery;
+}
+
+/* Nonzero when periodic or signal dumps are on (set once by the
+ * delivery's start): a sampled allocation then calls its due hook, which
+ * takes the dump that is due (the signal arrived, or the interval ended)
+ * if the thread is not busy. Defined in init.c. */
 extern HP_HIDDEN int heapprof__serve_armed;
-void heapprof__serve_due(void);
 HP_INLINE void
 heapprof__serve_tick(hp_tls *t)
 {
 	if (HP_UNLIKELY(heapprof__serve_armed) && t->busy == 0)
-		heapprof__serve_due();
+		heapprof__delivery.due();
 }
 
 /* ---------------------------------------------------------------- init.c */

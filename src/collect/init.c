@@ -47,10 +47,10 @@
 #include <unistd.h>
 
 #include "collect.h"
-#include "../serve/serve.h"
 #include "lazylibs.h"
 #include "parse.h"
 
+int heapprof__serve_armed; /* written once at start (collect.h) */
 hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1,
                            .symbolize = 1};
 _Atomic int heapprof__ready;
@@ -447,7 +447,8 @@ atfork_prepare(void)
 	fork_state[d] = 0;
 	if (t->busy == 0) {
 		hp_enter(t);
-		fork_state[d] = heapprof__serve_atfork_prepare() ? 2 : 1;
+		fork_state[d] = heapprof__hooks() &&
+		                heapprof__delivery.atfork_prepare() ? 2 : 1;
 		heapprof__bucket_atfork_prepare(); /* no insert in flight */
 	}
 }
@@ -466,7 +467,8 @@ atfork_parent(void)
 	int st = fork_pop();
 	if (st) {
 		heapprof__bucket_atfork_release();
-		heapprof__serve_atfork_parent(st == 2);
+		if (heapprof__hooks())
+			heapprof__delivery.atfork_parent(st == 2);
 		hp_leave(&heapprof__tls);
 	}
 }
@@ -481,7 +483,8 @@ atfork_child(void)
 	heapprof__arena_atfork_child();
 	heapprof__bucket_atfork_child();
 	int st = fork_pop();
-	heapprof__serve_atfork_child(st == 2);
+	if (heapprof__hooks())
+		heapprof__delivery.atfork_child(st == 2);
 	if (st)
 		hp_leave(&heapprof__tls);
 }
@@ -509,7 +512,8 @@ exit_dump(void)
 	}
 	hp_enter(t);
 	int saved = errno;
-	heapprof__serve_exit(); /* SIGXFSZ handling: see dump.c */
+	if (heapprof__hooks())
+		heapprof__delivery.exit(); /* SIGXFSZ handling: see dump.c */
 	errno = saved;
 	hp_leave(t);
 }
@@ -572,7 +576,8 @@ heapprof_init(void)
 	if (heapprof__cfg.signal || heapprof__cfg.interval || heapprof__cfg.http[0] ||
 	    heapprof__cfg.push[0])
 		heapprof__lazy_libs();
-	heapprof__serve_start();
+	if (heapprof__hooks())
+		heapprof__delivery.start();
 	/* No distance yet: the first allocation after this draws one and
 	 * is charged against it (sampler.c), as in every new thread. */
 	heapprof__sampler_reset(t);

@@ -29,37 +29,6 @@ static const char *const default_types[] = {"alloc_objects", "alloc_space",
 
 #define DEFAULT_MAX_AGE 16
 
-int
-heapprof__delta_grow(heapprof_delta *d, void *pp, size_t *cap, size_t need,
-                     size_t elem)
-{
-	void **p = pp;
-	if (HP_LIKELY(need <= *cap))
-		return 0;
-	/* 1.5x: the big arrays (per key, per node, per sample) are most of
-	 * the computer's memory, so less slack than doubling. */
-	size_t c = *cap + *cap / 2;
-	if (c < need)
-		c = need < 64 ? 64 : need;
-	if (c > SIZE_MAX / 2 / elem)
-		return -ENOMEM;
-	void *np = d->rf(d->rctx, *p, *cap * elem, c * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = c;
-	return 0;
-}
-
-void
-heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes)
-{
-	void **p = pp;
-	if (*p)
-		d->rf(d->rctx, *p, bytes, 0);
-	*p = NULL;
-}
-
 /* ------------------------------------------------------------ lifecycle */
 
 HP_EXPORT int
@@ -80,20 +49,15 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	d->rf = rf;
 	d->rctx = opt->realloc_ctx;
 	d->max_age = opt->max_age ? opt->max_age : DEFAULT_MAX_AGE;
-	d->khead = d->klast = DELTA_NONE;
-	heapprof__dp_init(&d->aframes, rf, d->rctx);
-	heapprof__dt_init(&d->frames, rf, d->rctx);
+	d->first_key = d->prev_key = DELTA_NONE;
+	heapprof__dp_init(&d->addr_frames, rf, d->rctx);
+	heapprof__dt_init(&d->line_frames, rf, d->rctx);
 	heapprof__dt_init(&d->labelsets, rf, d->rctx);
-	heapprof__dt_init(&d->lstrs, rf, d->rctx);
-	d->lc_epoch = 1;
 	heapprof__dp_init(&d->nodes, rf, d->rctx);
 	heapprof__dp_init(&d->keys, rf, d->rctx);
 	heapprof__pprof_dec_init(&d->dec, rf, d->rctx);
 	d->dec.keep_records = true;
-	/* Offsets leave their top bit to the item flag (delta.h). */
 	d->dec.limit = opt->max_input ? opt->max_input : d->dec.limit;
-	if (d->dec.limit > DELTA_ITEM_OFF)
-		d->dec.limit = DELTA_ITEM_OFF;
 	heapprof__pb_init(&d->w, rf, d->rctx, NULL, NULL);
 
 	const char *const *names = opt->types ? opt->types : default_types;
@@ -144,8 +108,6 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__delta_release(d, &d->ncol,
 	                        (d->nnames ? d->nnames : 1) * sizeof(int32_t));
 	heapprof__delta_key_free(d);
-	heapprof__dt_free(&d->lstrs);
-	heapprof__delta_release(d, &d->str_id, d->str_id_cap * 4);
 	heapprof__pprof_dec_free(&d->dec);
 	heapprof__delta_release(d, &d->loc_frame, d->loc_frame_cap * 4);
 	heapprof__delta_release(d, &d->keybuf, d->keybuf_cap * 4);
@@ -170,14 +132,13 @@ heapprof_delta_free(heapprof_delta *d)
 HP_EXPORT void
 heapprof_delta_reset(heapprof_delta *d)
 {
-	heapprof__dp_clear(&d->aframes);
-	heapprof__dt_clear(&d->frames);
+	heapprof__dp_clear(&d->addr_frames);
+	heapprof__dt_clear(&d->line_frames);
 	heapprof__dt_clear(&d->labelsets);
 	heapprof__dp_clear(&d->nodes);
 	heapprof__dp_clear(&d->keys);
-	d->lf_ok = false;
-	d->khead = DELTA_NONE;
-	heapprof__delta_labels_forget(d);
+	d->frames_kept = false;
+	d->first_key = DELTA_NONE;
 	d->have_prev = false;
 	d->prev_time = 0;
 }
@@ -188,19 +149,18 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	memset(st, 0, sizeof(*st));
 	st->calls = d->calls;
 	st->keys = d->keys.n;
-	st->frames = d->aframes.n + d->frames.n;
+	st->frames = d->addr_frames.n + d->line_frames.n;
 	st->evicted = d->evicted;
 	st->last_samples_in = d->last_in;
 	st->last_samples_out = d->last_out;
-	size_t b = heapprof__dp_memory(&d->aframes) +
-	           heapprof__dt_memory(&d->frames) +
+	size_t b = heapprof__dp_memory(&d->addr_frames) +
+	           heapprof__dt_memory(&d->line_frames) +
 	           heapprof__dt_memory(&d->labelsets) +
-	           heapprof__dt_memory(&d->lstrs) +
 	           heapprof__dp_memory(&d->nodes) +
 	           heapprof__dp_memory(&d->keys);
 	b += heapprof__delta_prev_bytes(d, d->kcap) + d->kcap * 20;
 	b += heapprof__pprof_dec_memory(&d->dec);
-	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->str_id_cap * 4 +
+	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 +
 	     d->ptypes_cap +
 	     d->bbuf_cap +
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
@@ -264,7 +224,7 @@ emit(heapprof_delta *d)
 		uint64_t nz = 0;
 		/* (stream input: read on to the item's first sample) */
 		HP_TRY(heapprof__pprof_sample_seek(dec, &it, off));
-		uint32_t len = heapprof__delta_item_len(dec, off);
+		uint32_t len = item->len;
 		HP_TRY(heapprof__delta_item_values(d, item, nt, outv));
 		for (size_t j = 0; j < ns; j++)
 			outv[ti[j]] -= (uint64_t)prev[si[j]];
@@ -325,7 +285,7 @@ maybe_evict(heapprof_delta *d)
 	if (d->nitems == d->keys.n)
 		return 0; /* every key was in this profile */
 	for (size_t k = 0; k < d->keys.n; k++)
-		dead += d->gen - d->kgen[k] > d->max_age;
+		dead += d->gen - d->key_call[k] > d->max_age;
 	/* Rebuild once a quarter of the keys are dead: memory stays within
 	 * 4/3 of the live set, and a stable stream never rebuilds. */
 	if (dead == 0 || dead * 4 < d->keys.n)

@@ -22,18 +22,15 @@
 /* Frame ids: by address below this, by lines with this bit. */
 #define DELTA_LFRAME 0x80000000u
 
-/* One key's samples in this call: the key and the offset of its first
- * sample in this profile. The sample's length is read again from the
- * field header before it (heapprof__delta_item_len); its values are its
- * key's accumulator row if kpos says so, else read again from the
- * sample's bytes (one sample in the usual wire form). */
+/* One key's samples in this call: the key, and where its first sample
+ * is in this profile. Its values are its key's accumulator row if kpos
+ * says so, else read again from that sample's bytes (one sample in the
+ * usual wire form). */
 typedef struct delta_item {
-	uint32_t kid; /* key id */
-	uint32_t off; /* inputs are under 2 GiB */
+	uint32_t kid, off, len;
 } delta_item;
-#define DELTA_ITEM_OFF 0x7fffffffu
 
-/* kpos[k] of a key seen in this call (kgen[k] == gen): its item's index,
+/* kpos[k] of a key seen in this call (key_call[k] == gen): its item's index,
  * or DELTA_KROW | its accumulator row once it has one (several samples,
  * or a form the decoder reads). DELTA_KFIRST, stream input only: the row
  * holds the sums of the later samples, not yet the first one's values
@@ -43,22 +40,18 @@ typedef struct delta_item {
 #define DELTA_KFIRST 0x40000000u
 #define DELTA_KROWS 0x3fffffffu
 
-/* Marks "not the usual form" (parse_usual, the label cache) and bounds
- * sample lengths there. */
-#define DELTA_VALS 0x80000000u
-
 /* Most sample types the usual-form path decodes inline (more: the
  * decoder). */
 #define DELTA_MAXT 16
 
-/* Cache of one-label label sets by content (delta_key.c): the label's
- * strings as ids of the lstrs table, its number, its label set id; valid
- * when epoch is the computer's lc_epoch. */
-#define DELTA_LCACHE 4096
-typedef struct delta_lcache {
+/* The label cache (delta_key.c): label set ids of one-label samples by
+ * the label's string indexes and number, which hold within one call:
+ * valid while epoch is the computer's label_epoch (bumped each call). */
+#define DELTA_LABEL_CACHE 4096
+typedef struct delta_label_cache {
 	uint32_t epoch, key, str, unit, id;
 	int64_t num;
-} delta_lcache;
+} delta_label_cache;
 
 /* heapprof_delta.slow_only, for tests: turn fast paths off so that their
  * output can be compared with the exact paths' byte for byte. */
@@ -66,97 +59,115 @@ typedef struct delta_lcache {
 #define DELTA_SLOW_NOKEY 2  /* every sample through the decoder */
 #define DELTA_SLOW_NOOUT 4  /* every sample written from the decoder */
 
+/* The computer's state, by lifetime. Each group is an anonymous struct
+ * (its fields are named as the computer's own). */
 struct heapprof_delta {
-	pb_realloc_fn *rf;
-	unsigned slow_only; /* DELTA_SLOW_* (tests); 0 in use */
-	void *rctx;
-	gz_alloc gza; /* zlib's view of rf (delta_write.c) */
+	/* --- configuration: set by heapprof_delta_new, never changed */
+	struct {
+		pb_realloc_fn *rf;
+		void *rctx;
+		gz_alloc gza;       /* zlib's view of rf (delta_write.c) */
+		unsigned slow_only; /* DELTA_SLOW_* (tests); 0 in use */
+		char **names;       /* subtracted type names */
+		size_t nnames;
+		unsigned max_age;   /* calls a key may be absent, then evicted */
+	};
 
-	/* configuration */
-	char **names; /* subtracted type names */
-	size_t nnames;
-	/* prev[] holds a column only for the names a profile has matched so
-	 * far (a heap stream matches 2 of the 4 default names): ncol[name]
-	 * is its column or -1, npcols columns in all. */
-	int32_t *ncol;
-	size_t npcols;
-	unsigned max_age;
+	/* --- stream state: what one call leaves to the next. A sample's
+	 * identity (delta_key.c): its frames (address, or lines by
+	 * content), its stack a path of nodes (parent, frame) from the
+	 * root, its key (stack node, label set). */
+	struct {
+		dp_table addr_frames; /* frames by address (two halves): id f */
+		dt_table line_frames; /* frames by lines: id DELTA_LFRAME | f */
+		dt_table labelsets;
+		dp_table nodes; /* id + 1 is a node; 0 the empty stack */
+		dp_table keys;  /* (node, label set id or DELTA_NONE) */
+		/* Per key (kcap rows): the previous profile's values, npcols
+		 * columns (ncol[name]: a name's column or -1: a column only
+		 * for the names a profile has matched so far); the call in
+		 * which it was last seen; its item or row in that call
+		 * (kpos: DELTA_KROW); the key that followed it then. */
+		int64_t *prev;
+		int32_t *ncol;
+		size_t npcols;
+		uint32_t *key_call, *kpos, *key_next;
+		size_t kcap;
+		uint32_t first_key; /* the last call's first key */
+		uint32_t gen;       /* calls made, the current one included */
+		int64_t prev_time;
+		bool have_prev;
+		uint64_t calls, evicted;
+		/* the last successful call's sample types, for SAME_TYPES:
+		 * per type a u32 length and the bytes of its type, then of
+		 * its unit */
+		uint8_t *ptypes;
+		size_t ptypes_cap, pnt;
+	};
 
-	/* stream state. A sample's identity (delta_key.c): its frames
-	 * (address, or lines by content), its stack a path of nodes
-	 * (parent, frame) from the root, its key (stack node, label set). */
-	dp_table aframes; /* frames by address (its two halves): id f */
-	dt_table frames;  /* frames by lines: id DELTA_LFRAME | f */
-	dt_table labelsets;
-	dp_table nodes; /* id + 1 is a node; 0 the empty stack */
-	dp_table keys;  /* (node, label set id or DELTA_NONE) */
-	int64_t *prev;   /* keys.n x npcols: values of the previous profile */
-	uint32_t *kgen;  /* call in which each key was last seen */
-	uint32_t *kpos;  /* its item or row in that call (DELTA_KROW) */
-	uint32_t *knext; /* the key that followed it in the last call */
-	size_t kcap;
-	uint32_t gen;
-	int64_t prev_time;
-	bool have_prev;
-	uint64_t calls, evicted;
-	/* Prediction: the next sample is the key that followed the previous
-	 * one last time (knext), else the next key id; confirmed exactly. */
-	uint32_t khead, klast; /* first key of the last call; previous key */
-	uint64_t pred_hits; /* (tests) */
-	/* loc_frame[location index] -> frame id or DELTA_NONE, filled as
-	 * samples need it; kept to the next call when the decoder finds its
-	 * records unchanged (lf_ok) and every location has an address:
-	 * records_same (read mode), and the decoder's records still the
-	 * ones loc_frame was filled for (lf_gen). */
-	bool lf_ok;
-	uint64_t lf_gen;
-	delta_lcache lcache[DELTA_LCACHE];
-	uint32_t lc_epoch; /* bumped when label set ids change */
-	dt_table lstrs;    /* label strings by content */
-	uint32_t *str_id;  /* input string index -> lstrs id (per call) */
-	size_t str_id_cap;
+	/* --- caches, exact or checked before use */
+	struct {
+		/* loc_frame[location index] -> frame id or DELTA_NONE,
+		 * filled as samples need it; kept to the next call when the
+		 * decoder knows its records again (records_same, read mode)
+		 * and every location has an address (frames_kept), and the
+		 * decoder's records are the ones it was filled for
+		 * (frames_gen). */
+		uint32_t *loc_frame;
+		size_t loc_frame_cap;
+		bool frames_kept;
+		uint64_t frames_gen;
+		delta_label_cache label_cache[DELTA_LABEL_CACHE];
+		uint32_t label_epoch;
+		/* Prediction: the next sample's key is the one that
+		 * followed the previous sample's last time (key_next), else
+		 * the next key id; confirmed exactly. */
+		uint32_t prev_key;  /* the previous sample's, this call */
+		uint64_t pred_hits; /* (tests) */
+	};
 
-	/* per-call scratch, kept for its capacity */
-	pprof_dec dec;
-	uint32_t *loc_frame;
-	size_t loc_frame_cap;
-	uint32_t *keybuf;
-	size_t keybuf_cap;
-	uint8_t *bbuf;
-	size_t bbuf_cap;
-	uint32_t *lorder; /* label sort order */
-	size_t lorder_cap;
-	delta_item *items;
-	size_t nitems, items_cap;
-	uint64_t *acc; /* nacc rows of ntypes, summed as unsigned (wraps):
-	                * keys with several samples or an unusual form */
-	size_t nacc, acc_cap;
-	int32_t *slot; /* per input type: index into names or -1 */
-	size_t slot_cap;
-	int64_t *outv;
-	size_t outv_cap;
-	uint32_t *sub; /* subtracted types: input indexes, then name slots */
-	size_t sub_cap;
-	int32_t *tcol; /* per input type: its prev[] column or -1 */
-	size_t tcol_cap;
-	/* the last successful call's sample types, for SAME_TYPES: per type
-	 * a u32 length and the bytes of its type, then of its unit */
-	uint8_t *ptypes;
-	size_t ptypes_cap, pnt;
-	uint32_t *str_map; /* input string index -> output index (0: none) */
-	size_t str_map_cap;
-	uint32_t *out_strs; /* output string i = input string out_strs[i] */
-	size_t nout_strs, out_strs_cap;
-	uint8_t *loc_used, *func_used, *map_used;
-	size_t loc_used_cap, func_used_cap, map_used_cap;
-	size_t last_in, last_out;
+	/* --- per-call scratch, kept for its capacity */
+	struct {
+		pprof_dec dec;
+		uint32_t *keybuf; /* a sample's frames, leaf first */
+		size_t keybuf_cap;
+		uint8_t *bbuf; /* canonical bytes of a frame or label set */
+		size_t bbuf_cap;
+		uint32_t *lorder; /* label sort order */
+		size_t lorder_cap;
+		delta_item *items;
+		size_t nitems, items_cap;
+		uint64_t *acc; /* nacc rows of ntypes, summed as unsigned
+		                * (wraps): keys with several samples or an
+		                * unusual form */
+		size_t nacc, acc_cap;
+		int32_t *slot; /* per input type: index into names or -1 */
+		size_t slot_cap;
+		int32_t *tcol; /* per input type: its prev[] column or -1 */
+		size_t tcol_cap;
+		uint32_t *sub; /* subtracted types: input indexes, then
+		                * name slots */
+		size_t sub_cap;
+		int64_t *outv;
+		size_t outv_cap;
+		size_t last_in, last_out;
+	};
 
-	/* output */
-	pb_writer w;
-	gz_writer gz;
-	bool gz_ready;
-	heapprof_write_fn *write;
-	void *write_arg;
+	/* --- output (delta_write.c) */
+	struct {
+		pb_writer w;
+		gz_writer gz;
+		bool gz_ready;
+		heapprof_write_fn *write;
+		void *write_arg;
+		uint32_t *str_map; /* input string -> output index (0: none) */
+		size_t str_map_cap;
+		uint32_t *out_strs; /* output string i = input string
+		                     * out_strs[i] */
+		size_t nout_strs, out_strs_cap;
+		uint8_t *loc_used, *func_used, *map_used;
+		size_t loc_used_cap, func_used_cap, map_used_cap;
+	};
 };
 
 /* Bytes of a prev[] array of cap rows (one spare word: never 0 bytes). */
@@ -166,10 +177,18 @@ heapprof__delta_prev_bytes(const heapprof_delta *d, size_t cap)
 	return cap * d->npcols * 8 + 8;
 }
 
-/* Grows a scratch array to hold `need` elements (doubling). */
-int heapprof__delta_grow(heapprof_delta *d, void *pp, size_t *cap, size_t need,
-                         size_t elem);
-void heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes);
+/* heapprof__grow and heapprof__release through the computer's allocator. */
+HP_INLINE int
+heapprof__delta_grow(heapprof_delta *d, void *pp, size_t *cap, size_t need,
+                     size_t elem)
+{
+	return heapprof__grow(d->rf, d->rctx, pp, cap, need, elem);
+}
+HP_INLINE void
+heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes)
+{
+	heapprof__release(d->rf, d->rctx, pp, bytes);
+}
 
 /* Identity (delta_key.c). prepare readies loc_frame[] for the input;
  * reserve sizes a first fill (no keys yet) for its samples at once;
@@ -178,36 +197,31 @@ void heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes);
 int heapprof__delta_key_prepare(heapprof_delta *d);
 int heapprof__delta_reserve(heapprof_delta *d);
 int heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len);
-/* A label message's payload [q, e) into lb, if it has only varint fields
- * (key, str, num, num_unit) with string indexes in range: true. */
-bool heapprof__delta_label_fields(const pprof_dec *dec, const uint8_t *q,
-                                  const uint8_t *e, pprof_label *lb);
 /* Label set id of one label whose string indexes are valid. */
 int heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
                                  uint32_t *out);
-/* Adds one sample's values to key kid's item (voff: DELTA_NONE if the
- * values are in `values` only, else the sample has the usual form and
- * they are read again from its bytes later). */
+/* Adds one sample's values to key kid's item (usual: the sample has the
+ * usual form, and its values are read again from its bytes later; else
+ * they are in `values` only). */
 int heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
-                               const int64_t *values, uint32_t voff);
+                               uint32_t len, const int64_t *values,
+                               bool usual);
 
 /* Key kid follows the previous sample's. */
 HP_INLINE void
 link_key(heapprof_delta *d, uint32_t kid)
 {
-	if (d->klast == DELTA_NONE)
-		d->khead = kid;
+	if (d->prev_key == DELTA_NONE)
+		d->first_key = kid;
 	else
-		d->knext[d->klast] = kid;
-	d->klast = kid;
+		d->key_next[d->prev_key] = kid;
+	d->prev_key = kid;
 }
 
 
 /* Rebuilds the identity tables with the keys seen within max_age calls
  * only (eviction, delta_evict.c); key ids change. */
 int heapprof__delta_compact(heapprof_delta *d, size_t live);
-/* Empties the label set cache (label set ids changed). */
-void heapprof__delta_labels_forget(heapprof_delta *d);
 /* Frees what delta_key.c owns. */
 void heapprof__delta_key_free(heapprof_delta *d);
 
@@ -216,24 +230,6 @@ void heapprof__delta_key_free(heapprof_delta *d);
  * it). */
 int heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
                                 size_t n, uint64_t *out);
-/* The length of the sample at off, from the field header before it (a
- * length varint after a tag whose last byte is < 0x80). */
-HP_INLINE uint32_t
-heapprof__delta_item_len(const pprof_dec *dec, uint32_t off)
-{
-	/* The varint ends just before the sample; its other bytes have the
-	 * top bit set, and the tag's last byte before it has not. */
-	const uint8_t *e = heapprof__pprof_sbytes(dec, off), *p = e - 1;
-	if (HP_LIKELY(p[-1] < 0x80))
-		return *p; /* one byte: samples under 128 bytes */
-	for (int k = 0; k < 9 && p[-1] >= 0x80; k++)
-		p--;
-	uint64_t len = 0;
-	for (unsigned k = 0; p + k < e; k++)
-		len |= (uint64_t)(p[k] & 0x7f) << (7 * k);
-	return (uint32_t)len;
-}
-
 /* Output (delta_write.c). begin resets the writer and writes the sample
  * types; sample writes one sample; finish writes the mappings, locations,
  * functions and strings the samples need, the header, and flushes. */

@@ -13,13 +13,13 @@
 
 /* The new tables compact builds, and old id -> new id maps. */
 typedef struct rebuilt {
-	dp_table aframes;
-	dt_table frames, labelsets;
+	dp_table addr_frames;
+	dt_table line_frames, labelsets;
 	dp_table nodes, keys;
 	/* DELTA_NONE: not carried over */
 	uint32_t *afmap, *fmap, *lmap, *nmap;
 	int64_t *prev;
-	uint32_t *kgen, *kpos, *knext;
+	uint32_t *key_call, *kpos, *key_next;
 	size_t cap;
 } rebuilt;
 
@@ -45,15 +45,15 @@ static int
 carry_frame(heapprof_delta *d, rebuilt *r, uint32_t f, uint32_t *out)
 {
 	if (f & DELTA_LFRAME) {
-		HP_TRY(carry(&d->frames, &r->frames, r->fmap, f & ~DELTA_LFRAME,
-		             out));
+		HP_TRY(carry(&d->line_frames, &r->line_frames, r->fmap,
+		             f & ~DELTA_LFRAME, out));
 		*out |= DELTA_LFRAME;
 		return 0;
 	}
 	if (r->afmap[f] == DELTA_NONE) {
-		int rc = heapprof__dp_intern(&r->aframes,
-		                             heapprof__dp_a(&d->aframes, f),
-		                             heapprof__dp_b(&d->aframes, f),
+		int rc = heapprof__dp_intern(&r->addr_frames,
+		                             heapprof__dp_a(&d->addr_frames, f),
+		                             heapprof__dp_b(&d->addr_frames, f),
 		                             &r->afmap[f]);
 		if (rc < 0)
 			return rc;
@@ -94,19 +94,19 @@ static void
 rebuilt_free(heapprof_delta *d, rebuilt *r, bool tables)
 {
 	if (tables) {
-		heapprof__dp_free(&r->aframes);
-		heapprof__dt_free(&r->frames);
+		heapprof__dp_free(&r->addr_frames);
+		heapprof__dt_free(&r->line_frames);
 		heapprof__dt_free(&r->labelsets);
 		heapprof__dp_free(&r->nodes);
 		heapprof__dp_free(&r->keys);
 		heapprof__delta_release(d, &r->prev,
 		                        heapprof__delta_prev_bytes(d, r->cap));
-		heapprof__delta_release(d, &r->kgen, r->cap * 4);
+		heapprof__delta_release(d, &r->key_call, r->cap * 4);
 		heapprof__delta_release(d, &r->kpos, r->cap * 4);
-		heapprof__delta_release(d, &r->knext, r->cap * 4);
+		heapprof__delta_release(d, &r->key_next, r->cap * 4);
 	}
-	heapprof__delta_release(d, &r->afmap, (d->aframes.n + 1) * 4);
-	heapprof__delta_release(d, &r->fmap, (d->frames.n + 1) * 4);
+	heapprof__delta_release(d, &r->afmap, (d->addr_frames.n + 1) * 4);
+	heapprof__delta_release(d, &r->fmap, (d->line_frames.n + 1) * 4);
 	heapprof__delta_release(d, &r->lmap, (d->labelsets.n + 1) * 4);
 	heapprof__delta_release(d, &r->nmap, (d->nodes.n + 1) * 4);
 }
@@ -116,7 +116,7 @@ rebuild(heapprof_delta *d, rebuilt *r)
 {
 	size_t nn = d->npcols;
 	uint32_t **maps[4] = {&r->afmap, &r->fmap, &r->lmap, &r->nmap};
-	size_t counts[4] = {d->aframes.n, d->frames.n, d->labelsets.n,
+	size_t counts[4] = {d->addr_frames.n, d->line_frames.n, d->labelsets.n,
 	                    d->nodes.n};
 	for (int i = 0; i < 4; i++) {
 		*maps[i] = d->rf(d->rctx, NULL, 0, (counts[i] + 1) * 4);
@@ -125,13 +125,13 @@ rebuild(heapprof_delta *d, rebuilt *r)
 		memset(*maps[i], 0xff, (counts[i] + 1) * 4);
 	}
 	r->prev = d->rf(d->rctx, NULL, 0, heapprof__delta_prev_bytes(d, r->cap));
-	r->kgen = d->rf(d->rctx, NULL, 0, r->cap * 4);
+	r->key_call = d->rf(d->rctx, NULL, 0, r->cap * 4);
 	r->kpos = d->rf(d->rctx, NULL, 0, r->cap * 4);
-	r->knext = d->rf(d->rctx, NULL, 0, r->cap * 4);
-	if (!r->prev || !r->kgen || !r->kpos || !r->knext)
+	r->key_next = d->rf(d->rctx, NULL, 0, r->cap * 4);
+	if (!r->prev || !r->key_call || !r->kpos || !r->key_next)
 		return -ENOMEM;
 	for (uint32_t k = 0; k < d->keys.n; k++) {
-		if (d->gen - d->kgen[k] > d->max_age)
+		if (d->gen - d->key_call[k] > d->max_age)
 			continue;
 		uint32_t node, ls = heapprof__dp_b(&d->keys, k), id;
 		if (ls != DELTA_NONE)
@@ -143,8 +143,8 @@ rebuild(heapprof_delta *d, rebuilt *r)
 			return rc;
 		memcpy(r->prev + (size_t)id * nn, d->prev + (size_t)k * nn,
 		       nn * 8);
-		r->kgen[id] = d->kgen[k];
-		r->knext[id] = DELTA_NONE;
+		r->key_call[id] = d->key_call[k];
+		r->key_next[id] = DELTA_NONE;
 	}
 	return 0;
 }
@@ -154,8 +154,8 @@ heapprof__delta_compact(heapprof_delta *d, size_t live)
 {
 	rebuilt r;
 	memset(&r, 0, sizeof(r));
-	heapprof__dp_init(&r.aframes, d->rf, d->rctx);
-	heapprof__dt_init(&r.frames, d->rf, d->rctx);
+	heapprof__dp_init(&r.addr_frames, d->rf, d->rctx);
+	heapprof__dt_init(&r.line_frames, d->rf, d->rctx);
 	heapprof__dt_init(&r.labelsets, d->rf, d->rctx);
 	heapprof__dp_init(&r.nodes, d->rf, d->rctx);
 	heapprof__dp_init(&r.keys, d->rf, d->rctx);
@@ -168,21 +168,20 @@ heapprof__delta_compact(heapprof_delta *d, size_t live)
 	rebuilt_free(d, &r, false);
 	d->evicted += d->keys.n - r.keys.n;
 	heapprof__delta_key_free(d);
-	d->aframes = r.aframes;
-	d->frames = r.frames;
+	d->addr_frames = r.addr_frames;
+	d->line_frames = r.line_frames;
 	d->labelsets = r.labelsets;
 	d->nodes = r.nodes;
 	d->keys = r.keys;
 	d->prev = r.prev;
-	d->kgen = r.kgen;
+	d->key_call = r.key_call;
 	d->kpos = r.kpos;
-	d->knext = r.knext;
+	d->key_next = r.key_next;
 	d->kcap = r.cap;
 	/* Frame, label set and key ids changed: no frames kept for
-	 * locations, no cached label sets, no prediction from the last
-	 * order. */
-	d->lf_ok = false;
-	d->khead = DELTA_NONE;
-	heapprof__delta_labels_forget(d);
+	 * locations, no prediction from the last order (the label cache
+	 * lasts one call). */
+	d->frames_kept = false;
+	d->first_key = DELTA_NONE;
 	return 0;
 }

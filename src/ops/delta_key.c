@@ -55,7 +55,7 @@ frame_of(heapprof_delta *d, uint32_t li, uint32_t *out)
 	size_t n = 0;
 	uint64_t addr = d->dec.loc_addr[li];
 	if (addr) {
-		int rc = heapprof__dp_intern(&d->aframes, (uint32_t)addr,
+		int rc = heapprof__dp_intern(&d->addr_frames, (uint32_t)addr,
 		                             (uint32_t)(addr >> 32), out);
 		if (rc < 0 || *out >= DELTA_LFRAME)
 			return -ENOMEM; /* (ids are 31 bits) */
@@ -73,7 +73,7 @@ frame_of(heapprof_delta *d, uint32_t li, uint32_t *out)
 		HP_TRY(bput_str(d, &n, fn.filename));
 		HP_TRY(bput(d, &n, &l.lines[k].line, 8));
 	}
-	int rc = heapprof__dt_intern(&d->frames, d->bbuf, n,
+	int rc = heapprof__dt_intern(&d->line_frames, d->bbuf, n,
 	                             heapprof__dt_hash(d->bbuf, n), out);
 	if (rc < 0 || *out >= DELTA_LFRAME)
 		return -ENOMEM;
@@ -147,41 +147,18 @@ labelset_of(heapprof_delta *d, const pprof_sample *s, uint32_t *out)
 	return rc < 0 ? rc : 0;
 }
 
-/* The lstrs id of input string i (str_id[] resets every call: string
- * indexes are only stable within one). */
-HP_INLINE int
-lstr(heapprof_delta *d, uint32_t i, uint32_t *out)
-{
-	uint32_t v = d->str_id[i];
-	if (HP_UNLIKELY(v == DELTA_NONE)) {
-		size_t l;
-		const char *s = heapprof__pprof_string(&d->dec, i, &l);
-		int rc = heapprof__dt_intern(&d->lstrs, s, l,
-		                             heapprof__dt_hash(s, l), &v);
-		if (rc < 0)
-			return rc;
-		d->str_id[i] = v;
-	}
-	*out = v;
-	return 0;
-}
-
-/* Label set id of one label (its string indexes valid), through a cache
- * by content that lasts across calls. */
+/* Label set id of one label (its string indexes valid), through the
+ * label cache. */
 int
 heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
                              uint32_t *out)
 {
-	uint32_t k, v, u;
-	HP_TRY(lstr(d, lb->key, &k));
-	HP_TRY(lstr(d, lb->str, &v));
-	HP_TRY(lstr(d, lb->num_unit, &u));
-	uint64_t h = ((uint64_t)lb->num ^ (uint64_t)k << 40 ^
-	              (uint64_t)v << 20 ^ u) *
+	uint64_t h = ((uint64_t)lb->num ^ (uint64_t)lb->key << 40 ^
+	              (uint64_t)lb->str << 20 ^ lb->num_unit) *
 	             0x9e3779b97f4a7c15ULL;
-	delta_lcache *c = &d->lcache[h >> 52]; /* 12 bits: DELTA_LCACHE */
-	if (c->epoch == d->lc_epoch && c->key == k && c->str == v &&
-	    c->num == lb->num && c->unit == u) {
+	delta_label_cache *c = &d->label_cache[h >> 52]; /* 12 bits */
+	if (c->epoch == d->label_epoch && c->key == lb->key &&
+	    c->str == lb->str && c->num == lb->num && c->unit == lb->num_unit) {
 		*out = c->id;
 		return 0;
 	}
@@ -191,12 +168,8 @@ heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
 	                             heapprof__dt_hash(d->bbuf, n), out);
 	if (rc < 0)
 		return rc;
-	c->epoch = d->lc_epoch;
-	c->key = k;
-	c->str = v;
-	c->num = lb->num;
-	c->unit = u;
-	c->id = *out;
+	*c = (delta_label_cache){d->label_epoch, lb->key, lb->str,
+	                         lb->num_unit, *out, lb->num};
 	return 0;
 }
 
@@ -218,7 +191,7 @@ keys_room(heapprof_delta *d, size_t n)
 		return -ENOMEM;
 	d->prev = p;
 	/* Each grown in turn: a failure leaves kcap, the smallest, true. */
-	uint32_t **arr[3] = {&d->kgen, &d->kpos, &d->knext};
+	uint32_t **arr[3] = {&d->key_call, &d->kpos, &d->key_next};
 	for (int i = 0; i < 3; i++) {
 		uint32_t *g = d->rf(d->rctx, *arr[i], d->kcap * 4, c * 4);
 		if (!g)
@@ -240,7 +213,7 @@ heapprof__delta_reserve(heapprof_delta *d)
 	 * root side), a frame per location (by address). */
 	HP_TRY(heapprof__dp_reserve(&d->keys, n));
 	HP_TRY(heapprof__dp_reserve(&d->nodes, n));
-	HP_TRY(heapprof__dp_reserve(&d->aframes, dec->nlocs));
+	HP_TRY(heapprof__dp_reserve(&d->addr_frames, dec->nlocs));
 	return keys_room(d, n);
 }
 
@@ -252,21 +225,24 @@ heapprof__delta_key_prepare(heapprof_delta *d)
 	 * are these (addresses only: lines would name strings, which the
 	 * records do not cover). Not kept if the room below fails: the
 	 * decoder's last valid profile is this one then. */
-	bool keep = d->lf_ok && dec->records_same && dec->rec_gen == d->lf_gen;
-	d->lf_ok = false;
+	bool keep = d->frames_kept && dec->records_same &&
+	            dec->rec_gen == d->frames_gen;
+	d->frames_kept = false;
 	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
 	                            dec->nlocs + 1, 4));
-	HP_TRY(heapprof__delta_grow(d, &d->str_id, &d->str_id_cap,
-	                            dec->nstrings + 1, 4));
-	memset(d->str_id, 0xff, dec->nstrings * 4);
+	/* String indexes name other strings in another call. */
+	if (++d->label_epoch == 0) {
+		memset(d->label_cache, 0, sizeof(d->label_cache));
+		d->label_epoch = 1;
+	}
 	if (!keep)
 		memset(d->loc_frame, 0xff, dec->nlocs * 4);
 	bool ok = dec->rec_valid;
 	for (size_t i = 0; i < dec->nlocs && ok; i++)
 		ok = dec->loc_addr[i] != 0;
-	d->lf_ok = ok;
-	d->lf_gen = dec->rec_gen;
-	d->klast = DELTA_NONE;
+	d->frames_kept = ok;
+	d->frames_gen = dec->rec_gen;
+	d->prev_key = DELTA_NONE;
 	return 0;
 }
 
@@ -326,8 +302,8 @@ key_intern(heapprof_delta *d, const uint32_t *fr, size_t nf, uint32_t ls,
 			return -ENOMEM;
 		}
 		memset(d->prev + (size_t)kid * d->npcols, 0, d->npcols * 8);
-		d->kgen[kid] = d->gen - 1;
-		d->knext[kid] = DELTA_NONE;
+		d->key_call[kid] = d->gen - 1;
+		d->key_next[kid] = DELTA_NONE;
 	}
 	*kidp = kid;
 	return 0;
@@ -335,40 +311,15 @@ key_intern(heapprof_delta *d, const uint32_t *fr, size_t nf, uint32_t ls,
 
 /* ------------------------------------------------------------ samples */
 
-bool
-heapprof__delta_label_fields(const pprof_dec *dec, const uint8_t *q,
-                             const uint8_t *e, pprof_label *lb)
-{
-	const uint8_t *hard = dec->s_hard;
-	memset(lb, 0, sizeof(*lb));
-	while (q < e) {
-		uint8_t t = *q++;
-		uint64_t v;
-		if ((t != 0x08 && t != 0x10 && t != 0x18 && t != 0x20) ||
-		    rd_varint(&q, hard, &v) < 0 || q > e ||
-		    (t != 0x18 && v >= dec->nstrings))
-			return false;
-		if (t == 0x08)
-			lb->key = (uint32_t)v;
-		else if (t == 0x10)
-			lb->str = (uint32_t)v;
-		else if (t == 0x18)
-			lb->num = (int64_t)v;
-		else
-			lb->num_unit = (uint32_t)v;
-	}
-	return true;
-}
-
 /* The frames (into keybuf, leaf first), label set and values of the
  * sample at (off, len) read straight from its bytes when it has the usual
- * form (one-byte tags; packed or single location ids; one packed values
- * field; at most one label, varint fields only): 1, *nfp set. Anything
+ * form (sample_field's; packed or single location ids; one packed values
+ * field; at most one label in label_fields' form): 1, *nfp set. Anything
  * else, or anything the decoder would reject: 0 (the decoder then
  * decides). */
 static int
 parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
-            uint32_t *ls, int64_t *vals, uint32_t *voff)
+            uint32_t *ls, int64_t *vals)
 {
 	const pprof_dec *dec = &d->dec;
 	const uint8_t *p = heapprof__pprof_sbytes(dec, off), *e = p + len;
@@ -376,73 +327,54 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 	size_t nt = dec->ntypes, nf = 0, nv = 0;
 	bool have_vals = false;
 	int nlab = 0;
-	pprof_label lb = {0};
-	if (nt > DELTA_MAXT || len >= DELTA_VALS)
+	uint64_t lf[5];
+	if (nt > DELTA_MAXT)
 		return 0;
 	HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap,
 	                            2 * (size_t)len + 2, 4));
 	uint32_t *kb = d->keybuf;
 	while (p < e) {
-		uint8_t tag = *p;
-		const uint8_t *q = p + 1;
-		uint64_t n, v;
-		if (tag == 0x08 || tag == 0x0a) {
-			const uint8_t *fe;
-			if (tag == 0x08) {
-				fe = e; /* one id */
-			} else {
-				if (rd_varint(&q, hard, &n) < 0 || q > e ||
-				    n > (uint64_t)(e - q))
-					return 0;
-				fe = q + n;
-			}
-			do {
-				if (q >= fe)
-					return 0;
-				if (HP_LIKELY(*q < 0x80))
-					v = *q++;
-				else if (rd_varint(&q, hard, &v) < 0 || q > fe)
+		uint8_t tag;
+		uint64_t n, v = 0;
+		if (!sample_field(&p, e, hard, &tag, &n))
+			return 0;
+		bool one = tag == TAG_SAMPLE_LOCATION_ID;
+		const uint8_t *fe = one ? p : p + n;
+		if (one || tag == TAG_SAMPLE_LOCATION_IDS) {
+			if (!one && n == 0)
+				return 0;
+			for (v = n; one || p < fe; one = false) {
+				if (!one && !packed_next(&p, fe, hard, &v))
 					return 0;
 				long li = idmap_find(&dec->loc_ids, dec->locs, v);
 				if (li < 0)
 					return 0;
 				HP_TRY(frame_at(d, (uint32_t)li, &kb[nf]));
 				nf++;
-			} while (tag == 0x0a && q < fe);
-			p = q;
-			continue;
-		}
-		if ((tag != 0x12 && tag != 0x1a) ||
-		    rd_varint(&q, hard, &n) < 0 || q > e ||
-		    n > (uint64_t)(e - q))
-			return 0;
-		const uint8_t *fe = q + n;
-		if (tag == 0x12) {
+			}
+		} else if (tag == TAG_SAMPLE_VALUES) {
 			if (have_vals)
 				return 0;
 			have_vals = true;
-			*voff = DELTA_VALS |
-			        (uint32_t)(q - heapprof__pprof_sbytes(dec, off));
-			while (q < fe) {
-				if (nv == nt)
-					return 0;
-				if (HP_LIKELY(*q < 0x80))
-					v = *q++;
-				else if (rd_varint(&q, hard, &v) < 0 || q > fe)
+			while (p < fe) {
+				if (nv == nt || !packed_next(&p, fe, hard, &v))
 					return 0;
 				vals[nv++] = (int64_t)v;
 			}
-		} else {
-			if (nlab++ || !heapprof__delta_label_fields(dec, q, fe, &lb))
-				return 0;
+		} else if (nlab++ ||
+		           !label_fields(p, fe, hard, dec->nstrings, lf)) {
+			return 0;
 		}
 		p = fe;
 	}
 	if (nv != nt)
 		return 0;
 	*ls = DELTA_NONE;
-	if (nlab)
+	if (nlab) {
+		pprof_label lb = {(uint32_t)lf[1], (uint32_t)lf[2],
+		                  (uint32_t)lf[4], (int64_t)lf[3]};
 		HP_TRY(heapprof__delta_labelset_one(d, &lb, ls));
+	}
 	*nfp = nf;
 	return 1;
 }
@@ -451,40 +383,37 @@ int
 heapprof__delta_item_values(heapprof_delta *d, const delta_item *item,
                             size_t n, uint64_t *out)
 {
-	uint32_t kp = d->kpos[item->kid], off = item->off & DELTA_ITEM_OFF;
+	uint32_t kp = d->kpos[item->kid], off = item->off;
 	if (kp & DELTA_KROW) {
 		memcpy(out, d->acc + (size_t)(kp & DELTA_KROWS) * d->dec.ntypes,
 		       n * 8);
 		if (kp & DELTA_KFIRST) {
 			pprof_sample s;
 			HP_TRY(heapprof__pprof_sample_at(
-				&d->dec, off, heapprof__delta_item_len(&d->dec, off),
-				&s));
+				&d->dec, off, item->len, &s));
 			for (size_t t = 0; t < n; t++)
 				out[t] += (uint64_t)s.values[t];
 		}
 		return 0;
 	}
-	/* The one packed values field of a sample parse_usual took whole (one-byte tags), found by its tag. It was that
-	 * form when the call read it first: anything else now is an input
-	 * that changed between two reads of it. */
+	/* The one packed values field of a sample parse_usual took whole.
+	 * It was that form when the call read it first: anything else now
+	 * is an input that changed between two reads of it. */
 	const uint8_t *q = heapprof__pprof_sbytes(&d->dec, off);
-	const uint8_t *e = q + heapprof__delta_item_len(&d->dec, off);
-	const uint8_t *hard = d->dec.s_hard, *fe = NULL;
-	while (q < e && !fe) {
-		uint8_t tag = *q++;
-		uint64_t m;
-		if (rd_varint(&q, hard, &m) < 0 || q > e ||
-		    (tag != 0x08 && m > (uint64_t)(e - q)))
+	const uint8_t *e = q + item->len;
+	const uint8_t *hard = d->dec.s_hard;
+	uint8_t tag = 0;
+	uint64_t m = 0;
+	while (q < e && tag != TAG_SAMPLE_VALUES) {
+		if (!sample_field(&q, e, hard, &tag, &m))
 			return HEAPPROF_ECHANGED;
-		if (tag == 0x12)
-			fe = q + m;
-		else if (tag != 0x08)
+		if (tag != TAG_SAMPLE_VALUES && tag != TAG_SAMPLE_LOCATION_ID)
 			q += m;
 	}
+	const uint8_t *fe = q + m;
 	for (size_t t = 0; t < n; t++)
-		if (!fe || q >= fe || rd_varint(&q, hard, &out[t]) < 0 ||
-		    q > fe)
+		if (tag != TAG_SAMPLE_VALUES || q >= fe ||
+		    !packed_next(&q, fe, hard, &out[t]))
 			return HEAPPROF_ECHANGED;
 	return 0;
 }
@@ -504,18 +433,17 @@ acc_row(heapprof_delta *d, uint32_t *row)
 }
 
 /* Adds one sample's values to its key's item: the first sample makes the
- * item (values read again from the input later if voff is DELTA_VALS and
- * their offset, else a row); a second one gives it a row holding the
- * sum. */
+ * item (values read again from the input later if usual, else a row); a
+ * second one gives it a row holding the sum. */
 int
 heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
-                           const int64_t *values, uint32_t voff)
+                           uint32_t len, const int64_t *values, bool usual)
 {
 	size_t nt = d->dec.ntypes;
 	uint32_t row;
-	if (d->kgen[kid] != d->gen) {
+	if (d->key_call[kid] != d->gen) {
 		uint32_t kp = (uint32_t)d->nitems;
-		if (voff == DELTA_NONE) {
+		if (!usual) {
 			HP_TRY(acc_row(d, &row));
 			for (size_t t = 0; t < nt; t++)
 				d->acc[(size_t)row * nt + t] = (uint64_t)values[t];
@@ -525,11 +453,9 @@ heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
 		 * open counted is an input read again that changed. */
 		if (HP_UNLIKELY(d->nitems >= d->items_cap))
 			return HEAPPROF_ECHANGED;
-		d->kgen[kid] = d->gen;
+		d->key_call[kid] = d->gen;
 		d->kpos[kid] = kp;
-		delta_item *item = &d->items[d->nitems++];
-		item->kid = kid;
-		item->off = off;
+		d->items[d->nitems++] = (delta_item){kid, off, len};
 		return 0;
 	}
 	uint32_t kp = d->kpos[kid];
@@ -559,17 +485,13 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	int64_t fv[DELTA_MAXT];
 	const int64_t *vals = fv;
 	size_t nf;
-	uint32_t ls, kid, voff = DELTA_NONE;
-	int rc = 0;
-	if (off > DELTA_ITEM_OFF || len >= DELTA_VALS)
-		return HEAPPROF_ETOOBIG; /* offsets and lengths are 31 bits */
-	rc = d->slow_only & DELTA_SLOW_NOKEY
+	uint32_t ls, kid;
+	int rc = d->slow_only & DELTA_SLOW_NOKEY
 	                 ? 0
-	                 : parse_usual(d, off, len, &nf, &ls, fv, &voff);
+	                 : parse_usual(d, off, len, &nf, &ls, fv);
 	if (rc < 0)
 		return rc;
 	if (rc == 0) {
-		voff = DELTA_NONE;
 		pprof_sample s;
 		HP_TRY(heapprof__pprof_sample_at(&d->dec, off, len, &s));
 		HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap,
@@ -583,13 +505,14 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 	const uint32_t *fr = d->keybuf;
 	/* The key that followed the previous one last time, else the next
 	 * key id; else the tables. */
-	uint32_t c = d->klast == DELTA_NONE ? d->khead : d->knext[d->klast];
+	uint32_t c = d->prev_key == DELTA_NONE ? d->first_key
+	                                       : d->key_next[d->prev_key];
 	if (d->slow_only & DELTA_SLOW_NOPRED) {
 		HP_TRY(key_intern(d, fr, nf, ls, &kid));
 	} else if (key_is(d, c, fr, nf, ls)) {
 		kid = c;
 		d->pred_hits++;
-	} else if (c = d->klast == DELTA_NONE ? 0 : d->klast + 1,
+	} else if (c = d->prev_key == DELTA_NONE ? 0 : d->prev_key + 1,
 	           key_is(d, c, fr, nf, ls)) {
 		kid = c;
 		d->pred_hits++;
@@ -597,31 +520,21 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 		HP_TRY(key_intern(d, fr, nf, ls, &kid));
 	}
 	link_key(d, kid);
-	return heapprof__delta_add_values(d, kid, off, vals, voff);
-}
-
-void
-heapprof__delta_labels_forget(heapprof_delta *d)
-{
-	if (++d->lc_epoch == 0) { /* wrapped: entries of epoch 0 exist */
-		memset(d->lcache, 0, sizeof(d->lcache));
-		d->lc_epoch = 1;
-	}
-	heapprof__dt_clear(&d->lstrs);
+	return heapprof__delta_add_values(d, kid, off, len, vals, rc == 1);
 }
 
 void
 heapprof__delta_key_free(heapprof_delta *d)
 {
-	heapprof__dp_free(&d->aframes);
-	heapprof__dt_free(&d->frames);
+	heapprof__dp_free(&d->addr_frames);
+	heapprof__dt_free(&d->line_frames);
 	heapprof__dt_free(&d->labelsets);
 	heapprof__dp_free(&d->nodes);
 	heapprof__dp_free(&d->keys);
 	heapprof__delta_release(d, &d->prev,
 	                        heapprof__delta_prev_bytes(d, d->kcap));
-	heapprof__delta_release(d, &d->kgen, d->kcap * 4);
+	heapprof__delta_release(d, &d->key_call, d->kcap * 4);
 	heapprof__delta_release(d, &d->kpos, d->kcap * 4);
-	heapprof__delta_release(d, &d->knext, d->kcap * 4);
+	heapprof__delta_release(d, &d->key_next, d->kcap * 4);
 	d->kcap = 0;
 }

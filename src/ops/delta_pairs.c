@@ -123,16 +123,8 @@ heapprof__dp_intern(dp_table *t, uint32_t a, uint32_t b, uint32_t *id)
 		return -ENOMEM;
 	if (t->n + 1 > t->nslots / 4 * 3)
 		HP_TRY(rehash(t, slots_for(t->n + 1)));
-	if (t->n == t->cap) {
-		/* (a reservation of one leaves cap 1, and 1.5x of 1 is 1) */
-		size_t c = t->cap < 64 ? 64 : t->cap + t->cap / 2;
-		void *p = t->rf(t->rctx, t->pairs, t->cap * sizeof(uint64_t),
-		                c * sizeof(uint64_t));
-		if (!p)
-			return -ENOMEM;
-		t->pairs = p;
-		t->cap = c;
-	}
+	HP_TRY(heapprof__grow(t->rf, t->rctx, &t->pairs, &t->cap, t->n + 1,
+	                      sizeof(uint64_t)));
 	t->pairs[t->n] = v;
 	size_t mask = t->nslots - 1, h = slot_of(t, v);
 	while (t->slots[h])

@@ -170,21 +170,12 @@ heapprof__dt_intern(dt_table *t, const void *key, size_t len, uint64_t hash,
 		}
 	}
 	/* Insert. Load factor <= 1/2. */
-	if ((t->n + 1) * 2 > t->nslots) {
+	if ((t->n + 1) * 2 > t->nslots)
 		HP_TRY(rehash(t, t->nslots ? t->nslots * 2 : 64));
-	}
 	if (t->n >= UINT32_MAX - 1 || len >= UINT32_MAX)
 		return -ENOMEM;
-	if (t->n == t->cap) {
-		/* (a reservation of one leaves cap 1, and 1.5x of 1 is 1) */
-		size_t c = t->cap < 64 ? 64 : t->cap + t->cap / 2;
-		void *p = t->rf(t->rctx, t->ents, t->cap * sizeof(dt_entry),
-		                c * sizeof(dt_entry));
-		if (!p)
-			return -ENOMEM;
-		t->ents = p;
-		t->cap = c;
-	}
+	HP_TRY(heapprof__grow(t->rf, t->rctx, &t->ents, &t->cap, t->n + 1,
+	                      sizeof(dt_entry)));
 	HP_TRY(arena_room(t, len));
 	if (len) /* an empty key may meet an arena not yet allocated */
 		memcpy(t->arena + t->alen, key, len);

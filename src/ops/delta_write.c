@@ -23,31 +23,6 @@ raw_sink(void *ctx, const uint8_t *p, size_t n)
 }
 
 
-/* Z_FINISH without deflateEnd, so the stream is reset and reused. */
-static int
-gz_finish_keep(gz_writer *g)
-{
-	if (g->err)
-		return g->err;
-	int rc;
-	g->zs.next_in = NULL;
-	g->zs.avail_in = 0;
-	do {
-		g->zs.next_out = g->obuf;
-		g->zs.avail_out = sizeof(g->obuf);
-		rc = deflate(&g->zs, Z_FINISH);
-		if (rc == Z_STREAM_ERROR)
-			return HEAPPROF_EGZIP;
-		size_t have = sizeof(g->obuf) - g->zs.avail_out;
-		if (have) {
-			int w = g->out(g->out_ctx, g->obuf, have);
-			if (w < 0)
-				return g->err = w;
-		}
-	} while (rc != Z_STREAM_END);
-	return 0;
-}
-
 void
 heapprof__delta_out_free(heapprof_delta *d)
 {
@@ -175,18 +150,9 @@ fast_label(heapprof_delta *d, const uint8_t *q, const uint8_t *fe,
            uint8_t *out)
 {
 	const pprof_dec *dec = &d->dec;
-	const uint8_t *hard = dec->s_hard;
-	uint64_t f[5] = {0, 0, 0, 0, 0};
-	while (q < fe) {
-		uint8_t t = *q++;
-		uint64_t v;
-		if ((t != 0x08 && t != 0x10 && t != 0x18 && t != 0x20) ||
-		    rd_varint(&q, hard, &v) < 0 || q > fe)
-			return 0;
-		if (t != 0x18 && v >= dec->nstrings)
-			return 0;
-		f[t >> 3] = v;
-	}
+	uint64_t f[5];
+	if (!label_fields(q, fe, dec->s_hard, dec->nstrings, f))
+		return 0;
 	/* Renumber after parsing: the last of repeated fields wins. */
 	f[1] = str_out(d, (uint32_t)f[1]);
 	f[2] = str_out(d, (uint32_t)f[2]);
@@ -199,7 +165,7 @@ fast_label(heapprof_delta *d, const uint8_t *q, const uint8_t *fe,
 		b[n++] = (uint8_t)(k << 3);
 		n += heapprof__pb_put_varint_fast(b + n, f[k]);
 	}
-	out[0] = 0x1a;
+	out[0] = TAG_SAMPLE_LABEL;
 	out[1] = (uint8_t)n; /* at most 44 */
 	return n + 2;
 }
@@ -222,30 +188,24 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 	uint8_t lab[FAST_MAXLAB * 46], unp[FAST_MAXUNP * 10];
 	bool minimal = true;
 	while (p < e) {
-		uint8_t tag = *p;
-		const uint8_t *q = p + 1;
+		uint8_t tag;
 		uint64_t n;
-		if (tag == 0x08) {
+		if (!sample_field(&p, e, hard, &tag, &n))
+			return 0;
+		if (tag == TAG_SAMPLE_LOCATION_ID) {
 			/* One unpacked id (Go's runtime writes stacks of one
 			 * or two frames so): re-encoded packed below. */
-			if (nunp == FAST_MAXUNP || rd_varint(&q, hard, &n) < 0 ||
-			    q > e)
-				return 0;
 			long li = idmap_find(&dec->loc_ids, dec->locs, n);
-			if (li < 0)
+			if (nunp == FAST_MAXUNP || li < 0)
 				return 0;
 			d->loc_used[li] = 1;
 			unp_len += heapprof__pb_put_varint_fast(unp + unp_len, n);
 			nunp++;
-			p = q;
 			continue;
 		}
-		if ((tag != 0x0a && tag != 0x12 && tag != 0x1a) ||
-		    rd_varint(&q, hard, &n) < 0 || q > e ||
-		    n > (uint64_t)(e - q))
-			return 0;
-		const uint8_t *fe = q + n;
-		if (tag == 0x0a) {
+		const uint8_t *q = p, *fe = p + n;
+		p = fe;
+		if (tag == TAG_SAMPLE_LOCATION_IDS) {
 			ids = q;
 			ids_len = (size_t)n;
 			nids_fields++;
@@ -278,26 +238,18 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 						return 0;
 					d->loc_used[m->slots[id] - 1] = 1;
 				}
-				p = fe;
 				continue;
 			}
 			while (q < fe) {
 				uint64_t id;
-				if (HP_LIKELY(*q < 0x80)) {
-					id = *q++;
-				} else {
-					if (rd_varint(&q, hard, &id) < 0 ||
-					    q > fe)
-						return 0;
-					/* Minimal: no trailing 0x00 byte. */
-					minimal &= q[-1] != 0;
-				}
-				long li = idmap_find(m, dec->locs, id);
-				if (li < 0)
+				long li;
+				if (!packed_next(&q, fe, hard, &id) ||
+				    (li = idmap_find(m, dec->locs, id)) < 0)
 					return 0;
+				minimal &= q[-1] != 0; /* no trailing 0x00 byte */
 				d->loc_used[li] = 1;
 			}
-		} else if (tag == 0x1a) {
+		} else if (tag == TAG_SAMPLE_LABEL) {
 			if (nlab == FAST_MAXLAB)
 				return 0;
 			size_t l = fast_label(d, q, fe, lab + lab_len);
@@ -306,7 +258,6 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 			lab_len += l;
 			nlab++;
 		}
-		p = fe;
 	}
 	/* Anything but one minimal packed run of ids, or only unpacked ones:
 	 * the decoder's path. */
@@ -334,16 +285,16 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 	if (!o)
 		return w->err;
 	size_t k = 0;
-	o[k++] = 0x12; /* Profile.sample */
+	o[k++] = TAG_SAMPLE;
 	k += heapprof__pb_put_varint_fast(o + k, body);
 	if (ids_len) {
-		o[k++] = 0x0a;
+		o[k++] = TAG_SAMPLE_LOCATION_IDS;
 		k += heapprof__pb_put_varint_fast(o + k, ids_len);
 		memcpy(o + k, ids, ids_len);
 		k += ids_len;
 	}
 	if (nt) {
-		o[k++] = 0x12;
+		o[k++] = TAG_SAMPLE_VALUES;
 		k += heapprof__pb_put_varint_fast(o + k, vlen);
 		memcpy(o + k, vb, vlen);
 		k += vlen;
@@ -369,9 +320,9 @@ mark_refs_fast(heapprof_delta *d, size_t i)
 		uint64_t v;
 		if (rd_varint(&p, hard, &v) < 0 || p > e)
 			return 0;
-		if (tag == 0x10) {
+		if (tag == TAG_LOCATION_MAPPING_ID) {
 			mapping = v;
-		} else if (tag == 0x22) {
+		} else if (tag == TAG_LOCATION_LINE) {
 			const uint8_t *q = p, *le = p + v;
 			if (v > (uint64_t)(e - p))
 				return 0;
@@ -379,17 +330,19 @@ mark_refs_fast(heapprof_delta *d, size_t i)
 			while (q < le) {
 				uint8_t t = *q++;
 				uint64_t x;
-				if ((t != 0x08 && t != 0x10 && t != 0x18) ||
+				if ((t != TAG_LINE_FUNCTION_ID &&
+				     t != TAG_LINE_LINE && t != TAG_LINE_COLUMN) ||
 				    rd_varint(&q, hard, &x) < 0 || q > le)
 					return 0;
-				if (t == 0x08)
+				if (t == TAG_LINE_FUNCTION_ID)
 					fid = x;
 			}
 			long f = idmap_find(&dec->func_ids, dec->funcs, fid);
 			if (f >= 0)
 				d->func_used[f] = 1;
 			p = le;
-		} else if (tag != 0x08 && tag != 0x18 && tag != 0x28) {
+		} else if (tag != TAG_LOCATION_ID && tag != TAG_LOCATION_ADDRESS &&
+		           tag != TAG_LOCATION_IS_FOLDED) {
 			return 0;
 		}
 	}
@@ -413,11 +366,12 @@ write_func_fast(heapprof_delta *d, size_t i)
 	while (p < e) {
 		uint8_t tag = *p++;
 		uint64_t v;
-		if ((tag & 7) != 0 || tag < 0x08 || tag > 0x28 ||
+		unsigned num = tag >> 3; /* fields 1-5: varints */
+		if ((tag & 7) != PB_VARINT || num < 1 || num > 5 ||
 		    rd_varint(&p, hard, &v) < 0 || p > e)
 			return 0;
-		if (tag >= 0x10 && tag <= 0x20 && v >= dec->nstrings)
-			return 0;
+		if (num >= 2 && num <= 4 && v >= dec->nstrings)
+			return 0; /* name, system_name, filename */
 		f[tag >> 3] = v;
 	}
 	f[2] = str_out(d, (uint32_t)f[2]);
@@ -433,7 +387,7 @@ write_func_fast(heapprof_delta *d, size_t i)
 		o[2 + n++] = (uint8_t)(k << 3);
 		n += heapprof__pb_put_varint_fast(o + 2 + n, f[k]);
 	}
-	o[0] = 0x2a; /* Profile.function */
+	o[0] = TAG_FUNCTION;
 	o[1] = (uint8_t)n; /* at most 55 */
 	heapprof__pb_advance(&d->w, n + 2);
 	return 1;
@@ -530,13 +484,13 @@ heapprof__delta_out_finish(heapprof_delta *d, unsigned flags,
 		uint8_t *o = heapprof__pb_room(w, l + 11);
 		if (!o)
 			return w->err;
-		o[0] = 0x32; /* Profile.string_table */
+		o[0] = TAG_STRING;
 		size_t k = 1 + heapprof__pb_put_varint_fast(o + 1, l);
 		memcpy(o + k, s, l);
 		heapprof__pb_advance(w, k + l);
 	}
 	HP_TRY(heapprof__pb_finish(w));
 	if (flags & HEAPPROF_DELTA_GZIP)
-		HP_TRY(gz_finish_keep(&d->gz));
+		HP_TRY(heapprof__gz_writer_end(&d->gz));
 	return 0;
 }

@@ -95,20 +95,8 @@ heapprof__mg_scale_value(int64_t v, double r)
 static int
 grow(void **p, size_t *cap, size_t n, size_t elem)
 {
-	if (n <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 16;
-	while (c < n) {
-		if (c > SIZE_MAX / 2 / elem)
-			return HEAPPROF_EOVERFLOW;
-		c *= 2;
-	}
-	void *q = realloc(*p, c * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = c;
-	return 0;
+	return heapprof__grow(heapprof__pb_libc_realloc, NULL, p, cap, n,
+	                      elem);
 }
 #define GROW(m, arr, n) grow((void **)&(m)->arr, &(m)->arr##_cap, (n), sizeof(*(m)->arr))
 

@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../format/pb.h"
-#include "../format/pprof_dec.h"
+#include "../pprof/pb.h"
+#include "../pprof/pprof_dec.h"
 
 /* ---------------------------------------------------------------- tables */
 

@@ -68,7 +68,6 @@ static _Atomic int64_t next_due = INT64_MAX;
  * under dump_lock. */
 static _Atomic int64_t quiet_until;
 static int64_t period_ms;       /* written once at start */
-int heapprof__serve_armed;      /* written once at start */
 
 int
 heapprof__serve_path(const char *tmpl, long pid, long mainpid, uint64_t sq,

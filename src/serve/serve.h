@@ -34,7 +34,10 @@ void heapprof__serve_start(void);
 /* The at-exit dump and the last push; never blocks for long. Called with
  * the thread's busy flag set (and never when it was set before). */
 void heapprof__serve_exit(void);
-/* Fork handlers (init.c). prepare returns 1 if it took the dump lock;
+/* A sampled allocation while dumps are armed (collect.h's due hook):
+ * takes the dump that is due if the thread is not busy. */
+void heapprof__serve_due(void);
+/* Fork handlers (init.c, through hooks.c). prepare returns 1 if it took the dump lock;
  * parent and child get that value back. */
 int heapprof__serve_atfork_prepare(void);
 void heapprof__serve_atfork_parent(int locked);

@@ -1,6 +1,6 @@
 /*
  * libs.c: heapprof__lazy_libs for libheapprof.so only (see
- * src/format/lazylibs.h). The shared profiler is linked without libz and
+ * src/pprof/lazylibs.h). The shared profiler is linked without libz and
  * libm, whose functions the format code calls through heapprof__libfns;
  * this loads both (RTLD_LOCAL: nothing changes for the program's own
  * lookups) and fills the table, before the first such call. Where:
@@ -16,7 +16,7 @@
 #include <pthread.h>
 
 #include "../collect/collect.h"
-#include "../format/lazylibs.h"
+#include "../pprof/lazylibs.h"
 
 hp_libfns heapprof__libfns; /* filled by load(), under `once` */
 static pthread_once_t once = PTHREAD_ONCE_INIT;

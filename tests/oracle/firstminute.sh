@@ -228,8 +228,8 @@ same_output firstminute.top_int64_min "$TMPD/h" "$TMPD/p"
 # shellcheck disable=SC2046
 if [ -f "$REPO/build/gen/flame_template.h" ] &&
 	${CC:-gcc} -std=c11 -D_GNU_SOURCE -O1 -fsanitize=undefined -fno-sanitize-recover=all \
-		-I"$REPO/include" -I"$REPO/src/common" -I"$REPO/src/format" -I"$REPO/src/ops" \
-		-I"$REPO/build/gen" $(ls "$REPO"/src/common/*.c "$REPO"/src/format/*.c \
+		-I"$REPO/include" -I"$REPO/src/common" -I"$REPO/src/pprof" -I"$REPO/src/legacy" -I"$REPO/src/symbols" -I"$REPO/src/ops" \
+		-I"$REPO/build/gen" $(ls "$REPO"/src/common/*.c "$REPO"/src/pprof/*.c "$REPO"/src/legacy/*.c "$REPO"/src/symbols/*.c \
 		"$REPO"/src/ops/*.c "$REPO"/cli/*.c) -lz -lm -o "$TMPD/heapprof_ubsan" \
 		2>"$TMPD/ubsan.err"; then
 	"$TMPD/heapprof_ubsan" top "$TMPD/min.pb" >"$TMPD/h" 2>&1

@@ -13,12 +13,12 @@
 need_go rel_ubsan
 oracle_tmpdir
 CCU=${CC:-gcc}
-SRC="$REPO/src/common/*.c $REPO/src/format/*.c $REPO/src/ops/*.c $REPO/src/collect/*.c $REPO/src/serve/*.c"
+SRC="$REPO/src/common/*.c $REPO/src/pprof/*.c $REPO/src/legacy/*.c $REPO/src/symbols/*.c $REPO/src/ops/*.c $REPO/src/collect/*.c $REPO/src/serve/*.c"
 build() { # out prog.c
 	# shellcheck disable=SC2086
 	$CCU -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=undefined -fno-sanitize-recover=all \
 		-fno-omit-frame-pointer -fvisibility=hidden -I"$REPO/include" -I"$REPO/src/common" \
-		-I"$REPO/src/format" $SRC "$2" -lz -lm -ldl -lpthread -o "$1" 2>"$TMPD/cc.err"
+		-I"$REPO/src/pprof" -I"$REPO/src/legacy" -I"$REPO/src/symbols" $SRC "$2" -lz -lm -ldl -lpthread -o "$1" 2>"$TMPD/cc.err"
 }
 if ! build "$TMPD/pattern" "$REPO/tests/integration/prog_pattern.c"; then
 	if grep -q "ubsan" "$TMPD/cc.err"; then

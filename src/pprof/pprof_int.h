@@ -11,11 +11,18 @@
 #include "heapprof.h"
 #include "pprof_dec.h"
 
-/* Grows a scratch array to `need` elements (doubling) through the
- * decoder's allocator; release frees one. */
-int heapprof__pprof_grow(pprof_dec *d, void *pp, size_t *cap, size_t need,
-                         size_t elem);
-void heapprof__pprof_release(pprof_dec *d, void *pp, size_t bytes);
+/* heapprof__grow and heapprof__release through the decoder's allocator. */
+HP_INLINE int
+heapprof__pprof_grow(pprof_dec *d, void *pp, size_t *cap, size_t need,
+                     size_t elem)
+{
+	return heapprof__grow(d->realloc_fn, d->realloc_ctx, pp, cap, need, elem);
+}
+HP_INLINE void
+heapprof__pprof_release(pprof_dec *d, void *pp, size_t bytes)
+{
+	heapprof__release(d->realloc_fn, d->realloc_ctx, pp, bytes);
+}
 
 /* Returns rc after writing fault (pprof_dec.fault): what was wrong. */
 int heapprof__pprof_fault(pprof_dec *d, int rc, const char *fmt, ...)
@@ -93,6 +100,88 @@ rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 	int rc = heapprof__pb_read_varint(&r, out);
 	*pp = r.p;
 	return rc;
+}
+
+/* Wire tags (field number << 3 | wire type), one byte each, that the
+ * byte-level readers match: the form every pprof writer uses. */
+enum {
+	TAG_SAMPLE = PPROF_SAMPLE << 3 | PB_LEN,                 /* Profile */
+	TAG_FUNCTION = PPROF_FUNCTION << 3 | PB_LEN,
+	TAG_STRING = PPROF_STRING_TABLE << 3 | PB_LEN,
+	TAG_SAMPLE_LOCATION_ID = 1 << 3 | PB_VARINT,  /* Sample: one id */
+	TAG_SAMPLE_LOCATION_IDS = 1 << 3 | PB_LEN,    /* packed ids */
+	TAG_SAMPLE_VALUES = 2 << 3 | PB_LEN,          /* packed values */
+	TAG_SAMPLE_LABEL = 3 << 3 | PB_LEN,
+	TAG_LABEL_KEY = 1 << 3 | PB_VARINT,           /* Label */
+	TAG_LABEL_STR = 2 << 3 | PB_VARINT,
+	TAG_LABEL_NUM = 3 << 3 | PB_VARINT,
+	TAG_LABEL_NUM_UNIT = 4 << 3 | PB_VARINT,
+	TAG_LOCATION_ID = 1 << 3 | PB_VARINT,         /* Location */
+	TAG_LOCATION_MAPPING_ID = 2 << 3 | PB_VARINT,
+	TAG_LOCATION_ADDRESS = 3 << 3 | PB_VARINT,
+	TAG_LOCATION_LINE = 4 << 3 | PB_LEN,
+	TAG_LOCATION_IS_FOLDED = 5 << 3 | PB_VARINT,
+	TAG_LINE_FUNCTION_ID = 1 << 3 | PB_VARINT,    /* Line */
+	TAG_LINE_LINE = 2 << 3 | PB_VARINT,
+	TAG_LINE_COLUMN = 3 << 3 | PB_VARINT,
+};
+
+/* The one reader of a Sample's fields in the usual form, for every
+ * consumer (the decoder, the delta computer's identity, values and
+ * output): the field at *pp (before e) with a one-byte tag of
+ * location_id (one id, or packed), value (packed) or label, whose
+ * varint or length ends in e (read up to hard). 1: *tag and *v (the id,
+ * or the length: the data at *pp) set; 0: another form or a fault, for
+ * the general reader (heapprof__pb_next) to read or report. */
+HP_INLINE int
+sample_field(const uint8_t **pp, const uint8_t *e, const uint8_t *hard,
+             uint8_t *tag, uint64_t *v)
+{
+	const uint8_t *q = *pp + 1;
+	uint8_t t = **pp;
+	if ((t != TAG_SAMPLE_LOCATION_ID && t != TAG_SAMPLE_LOCATION_IDS &&
+	     t != TAG_SAMPLE_VALUES && t != TAG_SAMPLE_LABEL) ||
+	    rd_varint(&q, hard, v) < 0 || q > e ||
+	    (t != TAG_SAMPLE_LOCATION_ID && *v > (uint64_t)(e - q)))
+		return 0;
+	*tag = t;
+	*pp = q;
+	return 1;
+}
+
+/* The next varint of a packed run [*q, fe) (*q < fe): false if it does
+ * not end in the run. */
+HP_INLINE bool
+packed_next(const uint8_t **q, const uint8_t *fe, const uint8_t *hard,
+            uint64_t *v)
+{
+	if (HP_LIKELY(**q < 0x80)) {
+		*v = *(*q)++;
+		return true;
+	}
+	return rd_varint(q, hard, v) == 0 && *q <= fe;
+}
+
+/* A Label's payload [q, e) in the usual form (one-byte tags of its
+ * varint fields, string indexes below nstrings) into f[1..4] (key, str,
+ * num, num_unit; the last of a repeated field wins): true; another form
+ * or a fault: false. */
+HP_INLINE bool
+label_fields(const uint8_t *q, const uint8_t *e, const uint8_t *hard,
+             size_t nstrings, uint64_t f[5])
+{
+	memset(f, 0, 5 * sizeof(uint64_t));
+	while (q < e) {
+		uint8_t t = *q++;
+		uint64_t v;
+		if ((t != TAG_LABEL_KEY && t != TAG_LABEL_STR &&
+		     t != TAG_LABEL_NUM && t != TAG_LABEL_NUM_UNIT) ||
+		    rd_varint(&q, hard, &v) < 0 || q > e ||
+		    (t != TAG_LABEL_NUM && v >= nstrings))
+			return false;
+		f[t >> 3] = v;
+	}
+	return true;
 }
 
 /* A string index field: must fit 32 bits (negative int64 does not). */

@@ -51,6 +51,14 @@ typedef struct pb_writer {
 void *heapprof__pb_libc_realloc(void *ctx, void *p, size_t old_size,
                                 size_t new_size);
 
+/* The tool half's one grow helper: makes the array *pp (*cap elements of
+ * elem bytes, from rf) hold `need` elements, growing it 1.5x (at least
+ * 64): 0 or -ENOMEM. release frees an array of `bytes` and nulls *pp. */
+int heapprof__grow(pb_realloc_fn *rf, void *rctx, void *pp, size_t *cap,
+                   size_t need, size_t elem);
+void heapprof__release(pb_realloc_fn *rf, void *rctx, void *pp,
+                       size_t bytes);
+
 void heapprof__pb_init(pb_writer *w, pb_realloc_fn *rf, void *rctx,
                        pb_sink_fn *sink, void *sctx);
 /* Flushes what is left to the sink; returns the first error seen. */

@@ -13,6 +13,7 @@
 #include "compiler.h"
 #include "legacy_parse.h"
 #include "lazylibs.h"
+#include "pb.h"
 
 static const char *const types4[] = {
 	"alloc_objects", "count", "alloc_space", "bytes",
@@ -149,20 +150,8 @@ heapprof__legacy_scale(int64_t count, int64_t size, int64_t rate, int64_t *oc,
 static int
 grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap : 16;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	void *q = realloc(*p, ncap * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = ncap;
-	return 0;
+	return heapprof__grow(heapprof__pb_libc_realloc, NULL, p, cap, need,
+	                      elem);
 }
 
 /* The location index for addr, created if new. */

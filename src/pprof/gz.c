@@ -72,14 +72,20 @@ heapprof__gz_write(void *ctx, const uint8_t *p, size_t n)
 }
 
 int
+heapprof__gz_writer_end(gz_writer *g)
+{
+	if (g->err)
+		return g->err;
+	g->zs.next_in = NULL;
+	g->zs.avail_in = 0;
+	int rc = pump(g, Z_FINISH);
+	return rc < 0 ? (g->err = rc) : 0;
+}
+
+int
 heapprof__gz_writer_finish(gz_writer *g)
 {
-	int rc = g->err;
-	if (!rc) {
-		g->zs.next_in = NULL;
-		g->zs.avail_in = 0;
-		rc = pump(g, Z_FINISH);
-	}
+	int rc = heapprof__gz_writer_end(g);
 	deflateEnd(&g->zs);
 	return rc;
 }

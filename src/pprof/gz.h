@@ -30,6 +30,9 @@ int heapprof__gz_writer_init(gz_writer *g, int level, pb_sink_fn *out,
 int heapprof__gz_write(void *ctx, const uint8_t *p, size_t n);
 /* Writes the trailer and releases zlib state. Returns the first error. */
 int heapprof__gz_writer_finish(gz_writer *g);
+/* Ends the gzip stream (Z_FINISH) without freeing it: deflateReset then
+ * starts the next one on the same state. */
+int heapprof__gz_writer_end(gz_writer *g);
 /* Releases zlib state without finishing (after an error). */
 void heapprof__gz_writer_abort(gz_writer *g);
 

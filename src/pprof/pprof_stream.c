@@ -260,23 +260,6 @@ is_scalar(const pb_field *f)
 	}
 }
 
-/* Room for `need` bytes in *buf (1.5x). */
-static int
-st_room(pprof_dec *d, uint8_t **buf, size_t *cap, size_t need)
-{
-	if (need <= *cap)
-		return 0;
-	size_t c = *cap + *cap / 2;
-	if (c < need)
-		c = need < 4096 ? 4096 : need;
-	uint8_t *b = d->realloc_fn(d->realloc_ctx, *buf, *cap, c);
-	if (!b)
-		return -ENOMEM;
-	*buf = b;
-	*cap = c;
-	return 0;
-}
-
 /* The next top-level field as st_next gives it: the usual one at once
  * while the window holds 24 bytes more (st_next would not refill it). */
 HP_INLINE int
@@ -329,7 +312,8 @@ heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
 		const uint8_t *b = st->win + start;
 		size_t m = st->pos - start;
 		if (is_scalar(&f)) {
-			HP_TRY(st_room(d, &st->hdr, &st->hdr_cap, st->hdr_len + m));
+			HP_TRY(heapprof__pprof_grow(d, &st->hdr, &st->hdr_cap,
+			                            st->hdr_len + m, 1));
 			memcpy(st->hdr + st->hdr_len, b, m);
 			st->hdr_len += m;
 			continue;
@@ -342,7 +326,8 @@ heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
 		 * index no longer describes it. */
 		eq = false;
 		st->dict_ok = false;
-		HP_TRY(st_room(d, &d->zbuf, &d->zbuf_cap, n + m));
+		HP_TRY(heapprof__pprof_grow(d, &d->zbuf, &d->zbuf_cap, n + m,
+		                            1));
 		memcpy(d->zbuf + n, b, m);
 		n += m;
 	}
@@ -354,7 +339,8 @@ heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
 	 * its bytes past n are about to be overwritten. */
 	if (!*same)
 		st->dict_ok = false;
-	HP_TRY(st_room(d, &d->zbuf, &d->zbuf_cap, n + st->hdr_len));
+	HP_TRY(heapprof__pprof_grow(d, &d->zbuf, &d->zbuf_cap,
+	                            n + st->hdr_len, 1));
 	if (st->hdr_len)
 		memcpy(d->zbuf + n, st->hdr, st->hdr_len);
 	*area = n;

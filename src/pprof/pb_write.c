@@ -9,6 +9,8 @@
  * finished bytes go to the sink, so memory stays bounded by the largest
  * top-level message rather than by the whole profile.
  */
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +27,37 @@ heapprof__pb_libc_realloc(void *ctx, void *p, size_t old_size, size_t new_size)
 		return NULL;
 	}
 	return realloc(p, new_size);
+}
+
+int
+heapprof__grow(pb_realloc_fn *rf, void *rctx, void *pp, size_t *cap,
+               size_t need, size_t elem)
+{
+	void **p = pp;
+	if (HP_LIKELY(need <= *cap))
+		return 0;
+	/* 1.5x: the big arrays (per key, per node, per sample) are most of
+	 * a delta computer's memory, so less slack than doubling. */
+	size_t c = *cap + *cap / 2;
+	if (c < need)
+		c = need < 64 ? 64 : need;
+	if (c > SIZE_MAX / 2 / elem)
+		return -ENOMEM;
+	void *np = rf(rctx, *p, *cap * elem, c * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = c;
+	return 0;
+}
+
+void
+heapprof__release(pb_realloc_fn *rf, void *rctx, void *pp, size_t bytes)
+{
+	void **p = pp;
+	if (*p)
+		rf(rctx, *p, bytes, 0);
+	*p = NULL;
 }
 
 void

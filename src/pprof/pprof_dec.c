@@ -21,35 +21,6 @@
 /* ------------------------------------------------------------ helpers */
 
 int
-heapprof__pprof_grow(pprof_dec *d, void *pp, size_t *cap, size_t need, size_t elem)
-{
-	void **p = pp;
-	if (HP_LIKELY(need <= *cap))
-		return 0;
-	size_t ncap = *cap ? *cap : 16;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / elem)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	void *np = d->realloc_fn(d->realloc_ctx, *p, *cap * elem, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
-void
-heapprof__pprof_release(pprof_dec *d, void *pp, size_t bytes)
-{
-	void **p = pp;
-	if (*p)
-		d->realloc_fn(d->realloc_ctx, *p, bytes, 0);
-	*p = NULL;
-}
-
-int
 heapprof__pprof_fault(pprof_dec *d, int rc, const char *fmt, ...)
 {
 	va_list ap;
@@ -322,11 +293,11 @@ index_pass(pprof_dec *d, size_t from)
 			d->nsamples++;
 			if (first == UINT32_MAX)
 				first = at;
-			/* The samples that follow, in a tight loop: tag 0x12,
+			/* The samples that follow, in a tight loop: their tag,
 			 * a length of one to three bytes, the payload. */
 			const uint8_t *p = r.p, *e = r.end;
 			size_t n = 0;
-			while (e - p >= 4 && p[0] == 0x12) {
+			while (e - p >= 4 && p[0] == TAG_SAMPLE) {
 				size_t l = p[1], h = 2;
 				if (l >= 0x80) {
 					if (p[2] >= 0x80) {

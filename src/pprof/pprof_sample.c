@@ -56,41 +56,31 @@ read_repeated(const pb_field *f, uint64_t *arr, size_t *n, const uint8_t *hard)
 static int
 parse_label(const pprof_dec *d, const pb_field *f, pprof_label *lb)
 {
+	uint64_t v[5] = {0, 0, 0, 0, 0};
 	HP_TRY(want(f, PB_LEN));
-	memset(lb, 0, sizeof(*lb));
-	if (f->len == 0)
-		return 0; /* empty label: all indexes 0; f->data may be NULL */
-	const uint8_t *p = f->data, *e = f->data + f->len;
-	while (p < e) {
-		uint8_t tag = *p;
-		uint32_t num;
-		uint64_t v;
-		if (HP_LIKELY(tag == 0x08 || tag == 0x10 || tag == 0x18 ||
-		              tag == 0x20)) {
-			p++;
-			HP_TRY(rd_varint(&p, e, &v));
-			num = tag >> 3;
-		} else {
-			pb_reader r = {p, e};
+	if (f->len != 0 && /* (f->data may be NULL when it is 0) */
+	    !label_fields(f->data, f->data + f->len, d->s_hard, d->nstrings,
+	                  v)) {
+		pb_reader r = {f->data, f->data + f->len};
+		memset(v, 0, sizeof(v));
+		while (heapprof__pb_more(&r)) {
 			pb_field g;
 			HP_TRY(heapprof__pb_next(&r, &g));
-			p = r.p;
 			if (g.num < 1 || g.num > 4)
 				continue;
 			HP_TRY(want(&g, PB_VARINT));
-			num = g.num;
-			v = g.v;
+			if (g.num != 3 && g.v > UINT32_MAX)
+				return HEAPPROF_EINDEX;
+			v[g.num] = g.v;
 		}
-		switch (num) {
-		case 1: HP_TRY(str_idx(v, &lb->key)); break;
-		case 2: HP_TRY(str_idx(v, &lb->str)); break;
-		case 3: lb->num = (int64_t)v; break;
-		default: HP_TRY(str_idx(v, &lb->num_unit)); break;
-		}
+		if (v[1] >= d->nstrings || v[2] >= d->nstrings ||
+		    v[4] >= d->nstrings)
+			return HEAPPROF_EINDEX;
 	}
-	if (lb->key >= d->nstrings || lb->str >= d->nstrings ||
-	    lb->num_unit >= d->nstrings)
-		return HEAPPROF_EINDEX;
+	lb->key = (uint32_t)v[1];
+	lb->str = (uint32_t)v[2];
+	lb->num = (int64_t)v[3];
+	lb->num_unit = (uint32_t)v[4];
 	return 0;
 }
 
@@ -101,19 +91,18 @@ decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
 	const uint8_t *p = data, *e = data + len;
 	pb_field f;
 	while (p < e) {
-		/* Fast path: one-byte tags of fields 1-3 (all pprof writers). */
-		uint8_t tag = *p;
-		if (HP_LIKELY(tag == 0x0a || tag == 0x12 || tag == 0x1a)) {
-			uint64_t n;
-			p++;
-			HP_TRY(rd_varint(&p, e, &n));
-			if (n > (uint64_t)(e - p))
-				return HEAPPROF_ELENGTH;
+		uint8_t tag;
+		uint64_t n;
+		if (HP_LIKELY(sample_field(&p, e, d->s_hard, &tag, &n))) {
 			f.num = tag >> 3;
-			f.wire = PB_LEN;
+			f.wire = tag & 7;
+			f.v = n;
 			f.data = p;
-			f.len = (size_t)n;
-			p += n;
+			f.len = 0;
+			if (f.wire == PB_LEN) {
+				f.len = (size_t)n;
+				p += n;
+			}
 		} else {
 			pb_reader r = {p, e};
 			HP_TRY(heapprof__pb_next(&r, &f));
@@ -182,36 +171,6 @@ heapprof__pprof_samples(const pprof_dec *d, pprof_sample_iter *it)
 }
 
 int
-heapprof__pprof_sample_next(pprof_dec *d, pprof_sample_iter *it,
-                            pprof_sample *out)
-{
-	pb_field f;
-	if (d->st.on) {
-		uint32_t off, len;
-		int rc = heapprof__pprof_stream_sample(d, it, &off, &len);
-		if (rc != 0)
-			return rc;
-		return decode_sample(d, heapprof__pprof_sbytes(d, off), len, out);
-	}
-	while (heapprof__pb_more(&it->r)) {
-		if (HP_LIKELY(*it->r.p == 0x12)) {
-			/* Sample tag: the index pass checked the length. */
-			const uint8_t *p = it->r.p + 1;
-			uint64_t n;
-			HP_TRY(rd_varint(&p, it->r.end, &n));
-			if (n > (uint64_t)(it->r.end - p))
-				return HEAPPROF_ELENGTH;
-			it->r.p = p + n;
-			return decode_sample(d, p, (size_t)n, out);
-		}
-		HP_TRY(heapprof__pb_next(&it->r, &f));
-		if (f.num == PPROF_SAMPLE)
-			return decode_sample(d, f.data, f.len, out);
-	}
-	return 1;
-}
-
-int
 heapprof__pprof_sample_raw_next(pprof_dec *d, pprof_sample_iter *it,
                                  uint32_t *offset, uint32_t *len)
 {
@@ -221,7 +180,7 @@ heapprof__pprof_sample_raw_next(pprof_dec *d, pprof_sample_iter *it,
 	while (heapprof__pb_more(&it->r)) {
 		const uint8_t *p;
 		size_t n;
-		if (HP_LIKELY(*it->r.p == 0x12)) {
+		if (HP_LIKELY(*it->r.p == TAG_SAMPLE)) {
 			uint64_t v;
 			p = it->r.p + 1;
 			HP_TRY(rd_varint(&p, it->r.end, &v));
@@ -241,6 +200,17 @@ heapprof__pprof_sample_raw_next(pprof_dec *d, pprof_sample_iter *it,
 		return 0;
 	}
 	return 1;
+}
+
+int
+heapprof__pprof_sample_next(pprof_dec *d, pprof_sample_iter *it,
+                            pprof_sample *out)
+{
+	uint32_t off, len;
+	int rc = heapprof__pprof_sample_raw_next(d, it, &off, &len);
+	if (rc != 0)
+		return rc;
+	return decode_sample(d, heapprof__pprof_sbytes(d, off), len, out);
 }
 
 int

@@ -1,0 +1,16 @@
+/*
+ * hooks.c: the delivery half registered with the capture (hp_delivery in
+ * collect.h): the capture calls these at start, exit, fork and on a
+ * sampled allocation when a dump may be due, without including serve.h,
+ * so that serve depends on collect and never the other way round.
+ */
+#include "serve.h"
+
+const hp_delivery heapprof__delivery = {
+	.start = heapprof__serve_start,
+	.exit = heapprof__serve_exit,
+	.due = heapprof__serve_due,
+	.atfork_prepare = heapprof__serve_atfork_prepare,
+	.atfork_parent = heapprof__serve_atfork_parent,
+	.atfork_child = heapprof__serve_atfork_child,
+};
