@@ -59,7 +59,9 @@ $(B)/obj/%.o: %.c
 $(B)/libheapprof.so: $(LIB_OBJ) src/collect/exports.map
 	$(CC) -shared -Wl,-z,nodelete -Wl,-z,now -Wl,--version-script=src/collect/exports.map -o $@ $(LIB_OBJ) $(LIBS)
 
-$(B)/libheapprof.a: $(LIB_OBJ)
+# The static library leaves the program's signals and _exit alone
+# (src/collect/ending.c: a fully static link would define _exit twice).
+$(B)/libheapprof.a: $(filter-out %/ending.o,$(LIB_OBJ))
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -236,7 +238,7 @@ SAN_FLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
 	-Isrc/serve -MMD -MP
 # What the capture half links: no src/ops, no legacy-format readers.
 SAN_SRC := $(COMMON_SRC) $(filter-out src/format/legacy_%,$(FORMAT_SRC)) $(SERVE_SRC) \
-	$(filter-out src/collect/interpose.c src/collect/bootstrap.c,$(COLLECT_SRC)) \
+	$(filter-out src/collect/interpose.c src/collect/bootstrap.c src/collect/ending.c,$(COLLECT_SRC)) \
 	tests/sanitize/hp_entry.c tests/sanitize/hp_boot.c
 define SAN_RULES
 $(B)/sanitize/$(1)/obj/%.o: %.c

@@ -368,4 +368,10 @@ void heapprof__warn_dup(const char *msg);
 /* Counters of things the profiler had to give up on. */
 extern HP_HIDDEN _Atomic uint64_t heapprof__dropped_samples;
 
+/* ending.c (libheapprof.so only, hence weak): the exit profile at SIGTERM,
+ * SIGINT and _exit. init installs the handlers (after serve start);
+ * atfork_child notes the new process. */
+HP_HIDDEN void heapprof__ending_init(void) __attribute__((weak));
+HP_HIDDEN void heapprof__ending_atfork_child(void) __attribute__((weak));
+
 #endif

@@ -428,6 +428,8 @@ atfork_child(void)
 	heapprof__range_atfork_child();
 	heapprof__arena_atfork_child();
 	heapprof__bucket_atfork_child();
+	if (heapprof__ending_atfork_child)
+		heapprof__ending_atfork_child();
 	int st = fork_pop();
 	heapprof__serve_atfork_child(st == 2);
 	if (st)
@@ -457,7 +459,7 @@ exit_dump(void)
 	}
 	hp_enter(t);
 	int saved = errno;
-	heapprof__serve_exit(); /* SIGXFSZ handling: see dump.c */
+	heapprof__serve_exit(heapprof__cfg.at_exit); /* SIGXFSZ handling: see dump.c */
 	errno = saved;
 	hp_leave(t);
 }
@@ -518,6 +520,9 @@ heapprof_init(void)
 	if (heapprof__cfg.at_exit || heapprof__cfg.push[0])
 		atexit(exit_dump); /* the exit dump, and push's last interval */
 	heapprof__serve_start();
+	/* SIGTERM, SIGINT and _exit (libheapprof.so only). */
+	if (heapprof__ending_init)
+		heapprof__ending_init();
 	/* No distance yet: the first allocation after this draws one and
 	 * is charged against it (sampler.c), as in every new thread. */
 	heapprof__sampler_reset(t);

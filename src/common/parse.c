@@ -45,7 +45,8 @@ heapprof__parse_signal(const char *s, int *out)
 		const char *name;
 		int sig;
 	} names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"PROF", SIGPROF},
-	             {"HUP", SIGHUP},   {"URG", SIGURG},   {"WINCH", SIGWINCH}};
+	             {"HUP", SIGHUP},   {"URG", SIGURG},   {"WINCH", SIGWINCH},
+	             {"TERM", SIGTERM}, {"INT", SIGINT}};
 	if (!s || !*s)
 		return -EINVAL;
 	if (strncasecmp(s, "SIG", 3) == 0)

@@ -10,7 +10,7 @@
  * and optional trailing "b". 0 or -EINVAL. */
 int heapprof__parse_size(const char *s, int64_t *out);
 /* A catchable signal: a number, or a name with or without "SIG" (USR1,
- * USR2, PROF, HUP, URG, WINCH, RTMIN+N). 0 or -EINVAL. */
+ * USR2, PROF, HUP, URG, WINCH, TERM, INT, RTMIN+N). 0 or -EINVAL. */
 int heapprof__parse_signal(const char *s, int *out);
 
 #endif

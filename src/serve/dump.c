@@ -500,7 +500,8 @@ heapprof__serve_thread_due(void)
 	}
 	int64_t left = atomic_load(&next_due) - mono_ms(CLOCK_MONOTONIC_COARSE);
 	/* A signal that found the lock taken: look again within a second. */
-	if (heapprof__cfg.signal > 0 && left > 1000)
+	if (heapprof__cfg.signal > 0 && heapprof__cfg.signal != SIGTERM &&
+	    heapprof__cfg.signal != SIGINT && left > 1000)
 		left = 1000;
 	return heapprof__poll_timeout(left);
 }
@@ -590,15 +591,19 @@ heapprof__serve_start(void)
 		period_ms = (int64_t)heapprof__cfg.interval * 1000;
 		atomic_store(&next_due, mono_ms(CLOCK_MONOTONIC_COARSE) + period_ms);
 	}
-	heapprof__serve_armed = heapprof__cfg.interval > 0 ||
-	                        heapprof__cfg.signal > 0;
-	if (heapprof__cfg.signal > 0) {
+	/* A dump signal of TERM or INT ends the program after its profile:
+	 * collect/ending.c handles those. */
+	int sig = heapprof__cfg.signal;
+	if (sig == SIGTERM || sig == SIGINT)
+		sig = 0;
+	heapprof__serve_armed = heapprof__cfg.interval > 0 || sig > 0;
+	if (sig > 0) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = on_signal;
 		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 		sigfillset(&sa.sa_mask);
-		sigaction(heapprof__cfg.signal, &sa, &prev_action);
+		sigaction(sig, &sa, &prev_action);
 	}
 	/* Threads only for what needs one. */
 	if (heapprof__cfg.http[0]) {
@@ -621,11 +626,11 @@ heapprof__serve_start(void)
 }
 
 void
-heapprof__serve_exit(void)
+heapprof__serve_exit(int dump)
 {
 	if (atomic_exchange(&exiting, 1))
 		return;
-	if (heapprof__cfg.at_exit) {
+	if (dump) {
 		if (lock_bounded(EXIT_WAIT_MS)) {
 			pid_t me = getpid();
 			dump_file(NULL, 1);

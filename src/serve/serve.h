@@ -31,9 +31,10 @@ heapprof__mono_ms(void)
 /* Constructor time: the dump signal's handler, the endpoint's and the
  * push's threads. */
 void heapprof__serve_start(void);
-/* The at-exit dump and the last push; never blocks for long. Called with
- * the thread's busy flag set (and never when it was set before). */
-void heapprof__serve_exit(void);
+/* The at-exit dump (if `dump`) and the last push; never blocks for long.
+ * Called with the thread's busy flag set (and never when it was set
+ * before). Once only: later calls do nothing. */
+void heapprof__serve_exit(int dump);
 /* Fork handlers (init.c). prepare returns 1 if it took the dump lock;
  * parent and child get that value back. */
 int heapprof__serve_atfork_prepare(void);

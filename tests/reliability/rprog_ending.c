@@ -1,0 +1,126 @@
+/*
+ * rprog_ending: programs that end without exit(3) (rel_ending.sh).
+ * Each keeps 4 MiB allocated by ending_keep() (in the profile's in-use
+ * space) and prints "ready" once it may be signalled.
+ *
+ *   rprog_ending wait       sleeps until killed (timeout -s TERM, kill -INT)
+ *   rprog_ending query      prints what sigaction() and signal() report
+ *                           for SIGTERM and SIGINT ("dfl" each), then waits
+ *   rprog_ending own        a SIGTERM handler of its own that _exits 7
+ *   rprog_ending reraise    a SIGTERM handler that restores SIG_DFL and
+ *                           raises again (the cleanup idiom)
+ *   rprog_ending ignore     SIGTERM ignored: survives it, exits 0 on SIGUSR1
+ *   rprog_ending fork       a child allocates and leaves through _exit(0),
+ *                           another through _Exit(0); the parent exits 0
+ *   rprog_ending vfork      vfork + _exit in the child: no profile there
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void *volatile kept[64];
+
+static __attribute__((noinline)) void
+ending_keep(void)
+{
+	for (int i = 0; i < 64; i++) {
+		kept[i] = malloc(65536);
+		memset(kept[i], 1, 65536);
+	}
+}
+
+static void
+ready(void)
+{
+	printf("ready\n");
+	fflush(stdout);
+}
+
+static void
+wait_forever(void)
+{
+	for (int i = 0; i < 6000; i++) /* 10 minutes at most */
+		usleep(100000);
+}
+
+static void
+own(int sig)
+{
+	(void)sig;
+	_exit(7);
+}
+
+static void
+reraise(int sig)
+{
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static volatile sig_atomic_t usr1;
+
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+	usr1 = 1;
+}
+
+static const char *
+name(void (*h)(int))
+{
+	return h == SIG_DFL ? "dfl" : h == SIG_IGN ? "ign" : "handler";
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *m = argc > 1 ? argv[1] : "wait";
+	ending_keep();
+	if (!strcmp(m, "query")) {
+		struct sigaction a;
+		sigaction(SIGTERM, NULL, &a);
+		printf("sigaction TERM %s\n", (a.sa_flags & SA_SIGINFO) ? "handler"
+		                                                         : name(a.sa_handler));
+		void (*h)(int) = signal(SIGINT, SIG_DFL);
+		printf("signal INT %s\n", name(h));
+		h = signal(SIGINT, own);
+		printf("signal INT again %s\n", name(h));
+		signal(SIGINT, SIG_DFL);
+	} else if (!strcmp(m, "own")) {
+		signal(SIGTERM, own);
+	} else if (!strcmp(m, "reraise")) {
+		signal(SIGTERM, reraise);
+	} else if (!strcmp(m, "ignore")) {
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGUSR1, on_usr1);
+		ready();
+		for (int i = 0; i < 6000 && !usr1; i++)
+			usleep(100000);
+		return 0;
+	} else if (!strcmp(m, "fork") || !strcmp(m, "vfork")) {
+		for (int k = 0; k < 2; k++) {
+			pid_t p = !strcmp(m, "fork") ? fork() : vfork();
+			if (p == 0) {
+				if (m[0] == 'f') {
+					ending_keep();
+					if (k)
+						_Exit(0);
+				}
+				_exit(0);
+			}
+			int st;
+			waitpid(p, &st, 0);
+			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+				return 1;
+		}
+		printf("done\n");
+		return 0;
+	}
+	ready();
+	wait_forever();
+	return 3;
+}
