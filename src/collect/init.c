@@ -34,6 +34,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,22 +54,84 @@ char heapprof__cmdline[512];
 #define NWARN 32
 static const char *_Atomic warned[NWARN]; /* messages already printed */
 
-/* "heapprof[PID]: msg" on stderr with one write(2). errno is preserved:
- * the warning paths sit between a failing call and the code that reads
- * its errno, or inside free(), which must not change errno; a write to a
- * closed or full stderr (EBADF, ENOSPC, EPIPE) would otherwise leak out. */
+/*
+ * Where warnings go: the stderr the process started with. A program may
+ * close it (coreutils close stdout and stderr in an atexit handler, before
+ * the exit profile is written), and the next file it opens then gets fd 2:
+ * a warning must never land in that file. So fd 2 is used only while it is
+ * still the file it was at start (device and inode, noted at init); if it
+ * is not, the start's stderr is reopened by name when it has one (a
+ * terminal, a regular file: /proc/self/fd/2 named it at init), written,
+ * and closed again, its identity checked first. No descriptor is kept
+ * open: a copy of a pipe would hold back the reader's end of file (the
+ * shell of `x=$(daemon)`, ssh). A pipe or socket that was closed loses the
+ * warning. Written once by init (before that, fd 2 as it is).
+ */
+static int err_noted;      /* init looked at fd 2 */
+static int err_open;       /* fd 2 was open at start */
+static dev_t err_dev;
+static ino_t err_ino;
+static char err_path[256]; /* its name, if it can be reopened; else "" */
+
+static void
+note_stderr(void)
+{
+	struct stat st;
+	err_noted = 1;
+	if (fstat(2, &st) != 0)
+		return;
+	err_open = 1;
+	err_dev = st.st_dev;
+	err_ino = st.st_ino;
+	if (!S_ISCHR(st.st_mode) && !S_ISREG(st.st_mode))
+		return;
+	ssize_t n = readlink("/proc/self/fd/2", err_path, sizeof(err_path) - 1);
+	if (n <= 0 || n >= (ssize_t)sizeof(err_path) - 1 || err_path[0] != '/')
+		n = 0;
+	err_path[n] = 0;
+}
+
+static int
+same_file(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && st.st_dev == err_dev && st.st_ino == err_ino;
+}
+
+/* "heapprof[PID]: msg" on the start's stderr with one writev(2). errno is
+ * preserved: the warning paths sit between a failing call and the code
+ * that reads its errno, or inside free(), which must not change errno; a
+ * write to a closed or full stderr (EBADF, ENOSPC, EPIPE) would otherwise
+ * leak out. */
 static void
 say(const char *msg)
 {
 	int saved = errno;
-	char buf[700];
-	int n = snprintf(buf, sizeof(buf), "heapprof[%ld]: %s\n", (long)getpid(),
-	                 msg);
-	if (n > 0) {
-		ssize_t w = write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n
-		                                                  : sizeof(buf) - 1);
+	char pre[48];
+	int n = snprintf(pre, sizeof(pre), "heapprof[%ld]: ", (long)getpid());
+	struct iovec iov[3] = {{pre, n > 0 ? (size_t)n : 0},
+	                       {(void *)msg, strlen(msg)},
+	                       {"\n", 1}};
+	int fd = 2, opened = 0;
+	if (err_noted && !(err_open && same_file(2))) {
+		fd = -1;
+		if (err_open && err_path[0]) {
+			fd = open(err_path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK |
+			                        O_CLOEXEC);
+			opened = fd >= 0;
+			if (opened && !same_file(fd)) {
+				close(fd);
+				fd = -1;
+				opened = 0;
+			}
+		}
+	}
+	if (fd >= 0) {
+		ssize_t w = writev(fd, iov, 3);
 		(void)w;
 	}
+	if (opened)
+		close(fd);
 	errno = saved;
 }
 
@@ -472,6 +536,7 @@ heapprof_init(void)
 {
 	hp_tls *t = &heapprof__tls;
 	hp_enter(t);
+	note_stderr();
 	heapprof__interpose_resolve();
 	if (!heapprof__range_span) {
 		heapprof__warn("cannot reserve address space for sampled "

@@ -288,12 +288,10 @@ dump_locked(const char *path_or_null)
 	if (rc != 0 && rc != -ECANCELED && !atomic_exchange(&write_warned, 1)) {
 		char msg[4400];
 		snprintf(msg, sizeof(msg),
-		         "heapprof[%ld]: cannot write profile %s: %s (further "
-		         "failures are silent)\n",
-		         (long)getpid(), path_or_null ? path_or_null : heapprof__cfg.out,
+		         "cannot write profile %s: %s (further failures are silent)",
+		         path_or_null ? path_or_null : heapprof__cfg.out,
 		         heapprof_strerror(rc));
-		ssize_t w = write(2, msg, strlen(msg));
-		(void)w;
+		heapprof__warn_dup(msg);
 	}
 	return rc;
 }

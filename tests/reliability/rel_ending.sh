@@ -142,4 +142,28 @@ if __name__ == "__main__":
 else
 	skip rel.ending.pool "no python3"
 fi
-[ -z "$FAILED" ]
+
+# --- A program that closes stderr: the warning (here: the profile cannot
+# be written) reaches the stderr it started with, never the file that got
+# fd 2 afterwards; with a pipe as stderr it is lost, not misplaced.
+d=$TMPD/closeerr; mkdir -p "$d"
+env HEAPPROF_OUT="$d/none/p.pb.gz" LD_PRELOAD="$LIB" "$P" closeerr "$d/own" 2>"$d/err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(cat "$d/own")" = mine ] && grep -q "cannot write profile" "$d/err"; then
+	pass rel.ending.closeerr.file
+else
+	fail rel.ending.closeerr.file "status $rc; own: $(head -c 200 "$d/own" | tr '\n' ' '); err: $(head -c 200 "$d/err")"
+fi
+env HEAPPROF_OUT="$d/none/p.pb.gz" LD_PRELOAD="$LIB" "$P" closeerr "$d/own2" 2>&1 | cat >"$d/pipe"
+if [ "$(cat "$d/own2")" = mine ]; then
+	pass rel.ending.closeerr.pipe
+else
+	fail rel.ending.closeerr.pipe "own: $(head -c 200 "$d/own2" | tr '\n' ' ')"
+fi
+# coreutils close stdout and stderr at exit, before the exit profile.
+if command -v ls >/dev/null 2>&1; then
+	env HEAPPROF_OUT="$d/none/p.pb.gz" LD_PRELOAD="$LIB" ls / >/dev/null 2>"$d/ls.err"
+	grep -q "cannot write profile" "$d/ls.err" && pass rel.ending.closeerr.ls ||
+		fail rel.ending.closeerr.ls "no warning: $(head -c 200 "$d/ls.err")"
+fi
+exit $FAILED

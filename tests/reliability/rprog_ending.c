@@ -13,7 +13,10 @@
  *   rprog_ending fork       a child allocates and leaves through _exit(0),
  *                           another through _Exit(0); the parent exits 0
  *   rprog_ending vfork      vfork + _exit in the child: no profile there
+ *   rprog_ending closeerr F closes stderr, opens F (it gets fd 2), writes
+ *                           "mine" to it and exits 0
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +103,12 @@ main(int argc, char **argv)
 		ready();
 		for (int i = 0; i < 6000 && !usr1; i++)
 			usleep(100000);
+		return 0;
+	} else if (!strcmp(m, "closeerr") && argc > 2) {
+		close(2);
+		int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd != 2 || write(fd, "mine\n", 5) != 5)
+			return 1;
 		return 0;
 	} else if (!strcmp(m, "fork") || !strcmp(m, "vfork")) {
 		for (int k = 0; k < 2; k++) {
