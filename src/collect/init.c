@@ -335,6 +335,9 @@ read_env(hp_config *c)
 			warn_env("HEAPPROF_OUT", v, "is too long", dflt);
 		strcpy(c->out, dflt);
 	}
+	/* Several files from one template: numbered, not overwritten. */
+	if (heapprof__many_files(c->interval, c->signal))
+		heapprof__tmpl_add_seq(c->out, sizeof(c->out));
 }
 
 /* ------------------------------------------------------ which processes */

@@ -73,3 +73,32 @@ heapprof__parse_signal(const char *s, int *out)
 	return 0;
 }
 
+
+HP_HIDDEN int
+heapprof__tmpl_add_seq(char *t, size_t cap)
+{
+	size_t n = strlen(t);
+	for (size_t i = 0; i < n; i++) {
+		if (t[i] != '%')
+			continue;
+		if (t[i + 1] == 'n' || t[i + 1] == 'N')
+			return 0;
+		if (t[i + 1])
+			i++; /* %%, %p, ...: skip the pair */
+	}
+	if (n + 4 > cap)
+		return -ENAMETOOLONG;
+	char *base = strrchr(t, '/');
+	base = base ? base + 1 : t;
+	char *dot = strchr(base, '.');
+	size_t at = dot && dot != base ? (size_t)(dot - t) : n;
+	memmove(t + at + 3, t + at, n - at + 1);
+	memcpy(t + at, ".%n", 3);
+	return 1;
+}
+
+HP_HIDDEN int
+heapprof__many_files(int64_t interval, int sig)
+{
+	return interval > 0 || (sig > 0 && sig != SIGTERM && sig != SIGINT);
+}

@@ -5,7 +5,9 @@
 # own handlers and SIG_IGN are left alone and sigaction()/signal() report
 # SIG_DFL where ours stands in for it; -s TERM is accepted; children that
 # leave through _exit or _Exit (fork, Python's multiprocessing) leave a
-# profile, a vfork child writes none.
+# profile, a vfork child writes none. A program that closes stderr still
+# gets its warnings, never in another file. Several files from a template
+# without %n are numbered.
 . "$(dirname "$0")/lib.sh"
 need_lib rel.ending
 oracle_tmpdir
@@ -165,5 +167,33 @@ if command -v ls >/dev/null 2>&1; then
 	env HEAPPROF_OUT="$d/none/p.pb.gz" LD_PRELOAD="$LIB" ls / >/dev/null 2>"$d/ls.err"
 	grep -q "cannot write profile" "$d/ls.err" && pass rel.ending.closeerr.ls ||
 		fail rel.ending.closeerr.ls "no warning: $(head -c 200 "$d/ls.err")"
+fi
+
+# --- Several files from a template without %n (signal dumps, periodic
+# dumps): numbered, none overwritten.
+d=$TMPD/seq; mkdir -p "$d"
+env HEAPPROF_SIGNAL=USR2 HEAPPROF_OUT="$d/s.pb.gz" LD_PRELOAD="$LIB" "$P" wait >"$d/out" 2>"$d/err" &
+pid=$!
+wait_ready "$d/out"
+for k in 1 2; do
+	kill -USR2 $pid
+	_i=0
+	while [ $_i -lt 300 ] && [ "$(ls "$d" | grep -c 'pb.gz$')" -lt $k ]; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+done
+kill -TERM $pid
+wait $pid
+n=$(ls "$d" | grep -c '^s\.[0-9]*\.pb\.gz$')
+[ "$n" -eq 3 ] && pass rel.ending.seq.signal ||
+	fail rel.ending.seq.signal "$n numbered files, expected 3 (2 signals, the end): $(ls "$d" | tr '\n' ' ')"
+d=$TMPD/seqrun; mkdir -p "$d"
+timeout -s TERM 4 "$HEAPPROF" run -i 1 -o "$d/i.pb.gz" "$P" churn >/dev/null 2>"$d/err"
+n=$(ls "$d" | grep -c '^i\.[0-9]*\.pb\.gz$')
+if [ "$n" -ge 2 ] && grep -q "wrote $n profiles in $d/" "$d/err"; then
+	pass rel.ending.seq.run
+else
+	fail rel.ending.seq.run "$n numbered files: $(ls "$d" | tr '\n' ' '); $(head -c 300 "$d/err")"
 fi
 exit $FAILED

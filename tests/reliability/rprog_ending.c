@@ -4,6 +4,8 @@
  * space) and prints "ready" once it may be signalled.
  *
  *   rprog_ending wait       sleeps until killed (timeout -s TERM, kill -INT)
+ *   rprog_ending churn      allocates and frees 64 KiB every millisecond
+ *                           until killed (periodic dumps come with samples)
  *   rprog_ending query      prints what sigaction() and signal() report
  *                           for SIGTERM and SIGINT ("dfl" each), then waits
  *   rprog_ending own        a SIGTERM handler of its own that _exits 7
@@ -130,6 +132,14 @@ main(int argc, char **argv)
 		return 0;
 	}
 	ready();
+	if (!strcmp(m, "churn")) {
+		for (int i = 0; i < 600000; i++) { /* 10 minutes at most */
+			void *volatile p = malloc(65536);
+			free(p);
+			usleep(1000);
+		}
+		return 3;
+	}
 	wait_forever();
 	return 3;
 }
