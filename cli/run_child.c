@@ -178,8 +178,10 @@ cli_run_check_program(const char *cmd)
 	else if (go)
 		cli_err("run: %s is a Go program: its heap is Go's, which "
 		        "LD_PRELOAD cannot see (only C allocations through cgo "
-		        "are profiled); use runtime/pprof or net/http/pprof for "
-		        "the Go heap.", cmd);
+		        "are profiled), and the Go runtime exits without exit(3), "
+		        "so there is no profile at exit (-i or --http give "
+		        "some); use runtime/pprof or net/http/pprof for the Go "
+		        "heap.", cmd);
 }
 
 /* --------------------------------------------------- the files written */
