@@ -269,6 +269,10 @@ const char *heapprof__stack_unwinder(void);
  * checked page by page. No fd, no lock, no allocation; async-signal-safe. */
 int heapprof__unwind_dwarf(uint64_t *out, int max, uintptr_t skip_to,
                            uintptr_t stack_lo, uintptr_t stack_hi);
+/* Does the code at call site q (a frame of heapprof__unwind_dwarf) keep a
+ * frame pointer? 1: its CFI computes the frame from rbp; 0: from rsp (no
+ * frame pointer there); -1: unknown (no CFI, outermost frame). */
+int heapprof__unwind_uses_fp(uint64_t q);
 
 /* -------------------------------------------------------------- bucket.c */
 
