@@ -105,30 +105,6 @@ fp_walk(hp_tls *t, void **buf, int max)
 	return n;
 }
 
-/* fp and libunwind: into a buffer, then the profiler's frames dropped.
- * Not inlined: the buffer is on the stack only when these are used. */
-static HP_NOINLINE int
-capture_buffered(hp_tls *t, uintptr_t skip_to, uint64_t *out, int max)
-{
-	void *buf[HP_MAX_DEPTH + 16];
-	int cap = max + 16;
-	if (cap > (int)HP_ARRAY_LEN(buf))
-		cap = (int)HP_ARRAY_LEN(buf);
-	int n = heapprof__cfg.unwind == HP_UNWIND_FP ? fp_walk(t, buf, cap)
-	                                             : unw_bt(buf, cap);
-	int start = 0;
-	for (int i = 0; i < n && i < 16; i++) {
-		if ((uintptr_t)buf[i] == skip_to) {
-			start = i;
-			break;
-		}
-	}
-	int d = 0;
-	for (int i = start; i < n && d < max; i++)
-		out[d++] = (uint64_t)(uintptr_t)buf[i] - 1;
-	return d;
-}
-
 /*
  * HEAPPROF_UNWIND=fp on a program built without frame pointers gives
  * stacks cut short (or made of whatever the frame-pointer register held).
@@ -187,6 +163,35 @@ fp_check(hp_tls *t, uintptr_t skip_to, int max)
 		               "unwinder (dwarf) needs none");
 }
 
+/* fp and libunwind: into a buffer, then the profiler's frames dropped.
+ * Not inlined: the buffer is on the stack only when these are used. */
+static HP_NOINLINE int
+capture_buffered(hp_tls *t, uintptr_t skip_to, uint64_t *out, int max)
+{
+	void *buf[HP_MAX_DEPTH + 16];
+	int cap = max + 16;
+	if (cap > (int)HP_ARRAY_LEN(buf))
+		cap = (int)HP_ARRAY_LEN(buf);
+	int n = heapprof__cfg.unwind == HP_UNWIND_FP ? fp_walk(t, buf, cap)
+	                                             : unw_bt(buf, cap);
+	int start = 0;
+	for (int i = 0; i < n && i < 16; i++) {
+		if ((uintptr_t)buf[i] == skip_to) {
+			start = i;
+			break;
+		}
+	}
+	int d = 0;
+	for (int i = start; i < n && d < max; i++)
+		out[d++] = (uint64_t)(uintptr_t)buf[i] - 1;
+	if (heapprof__cfg.unwind == HP_UNWIND_FP &&
+	    HP_UNLIKELY(atomic_load_explicit(&fp_checked, memory_order_relaxed) <
+	                FP_CHECKS) &&
+	    atomic_fetch_add(&fp_checked, 1) < FP_CHECKS)
+		fp_check(t, skip_to, max);
+	return d;
+}
+
 HP_NOINLINE int
 heapprof__stack_capture(hp_tls *t, uintptr_t skip_to, uint64_t *out, int max)
 {
@@ -196,11 +201,5 @@ heapprof__stack_capture(hp_tls *t, uintptr_t skip_to, uint64_t *out, int max)
 	    (heapprof__cfg.unwind == HP_UNWIND_LIBUNWIND && !unw_bt))
 		return heapprof__unwind_dwarf(out, max, skip_to, t->stack_lo,
 		                              t->stack_hi);
-	int n = capture_buffered(t, skip_to, out, max);
-	if (heapprof__cfg.unwind == HP_UNWIND_FP &&
-	    HP_UNLIKELY(atomic_load_explicit(&fp_checked, memory_order_relaxed) <
-	                FP_CHECKS) &&
-	    atomic_fetch_add(&fp_checked, 1) < FP_CHECKS)
-		fp_check(t, skip_to, max);
-	return n;
+	return capture_buffered(t, skip_to, out, max);
 }
