@@ -43,6 +43,9 @@
 /* glibc's own entry points, bound at link time, for calls before init. */
 extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 
+/* How long an ending waits for another thread's exit profile. */
+#define EXIT_WAIT_OTHER_MS 30000
+
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef void (*exit_fn)(int);
 typedef sighandler_t (*signal_fn)(int, sighandler_t);
@@ -86,6 +89,11 @@ ending_dump(int dump, const char *busy_msg)
 	int saved = errno;
 	hp_enter(t);
 	heapprof__serve_exit(dump);
+	/* Another thread's ending (exit, _exit, the other signal, or the same
+	 * one sent twice: timeout signals the child and then its group) may
+	 * have begun the profile: let it finish before this thread kills the
+	 * process or exits. */
+	heapprof__serve_exit_wait(EXIT_WAIT_OTHER_MS);
 	hp_leave(t);
 	errno = saved;
 }

@@ -527,6 +527,9 @@ exit_dump(void)
 	hp_enter(t);
 	int saved = errno;
 	heapprof__serve_exit(heapprof__cfg.at_exit); /* SIGXFSZ handling: see dump.c */
+	/* A SIGTERM on another thread may be writing the profile: the
+	 * process must not end under it (ending.c). */
+	heapprof__serve_exit_wait(30000);
 	errno = saved;
 	hp_leave(t);
 }

@@ -88,10 +88,20 @@ heapprof__tmpl_add_seq(char *t, size_t cap)
 	}
 	if (n + 4 > cap)
 		return -ENAMETOOLONG;
+	/* Before the extension: a known one (".pb.gz" is two dots), else
+	 * the last dot that does not start the base name, else the end. */
+	static const char *const exts[] = {".pb.gz", ".heap", ".pb", ".gz"};
 	char *base = strrchr(t, '/');
 	base = base ? base + 1 : t;
-	char *dot = strchr(base, '.');
-	size_t at = dot && dot != base ? (size_t)(dot - t) : n;
+	size_t bl = strlen(base), at = n;
+	for (size_t i = 0; i < sizeof(exts) / sizeof(*exts) && at == n; i++) {
+		size_t el = strlen(exts[i]);
+		if (bl > el && !strcmp(base + bl - el, exts[i]))
+			at = n - el;
+	}
+	char *dot = strrchr(base, '.');
+	if (at == n && dot && dot != base)
+		at = (size_t)(dot - t);
 	memmove(t + at + 3, t + at, n - at + 1);
 	memcpy(t + at, ".%n", 3);
 	return 1;

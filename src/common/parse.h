@@ -18,9 +18,10 @@ int heapprof__parse_signal(const char *s, int *out);
  * dump signal other than TERM and INT (which end the program)? */
 int heapprof__many_files(int64_t interval, int sig);
 /* An output template without %n (or gperftools' %N), for a process that
- * may write several files, gets ".%n" before the first '.' of its base
- * name (or at the end): "out.pb.gz" -> "out.%n.pb.gz", so the files do not
- * overwrite one another. 1 if inserted, 0 if already there, or
+ * may write several files, gets ".%n" before its extension (.pb.gz, .heap,
+ * .pb, .gz, else the last '.' of the base name, else at the end):
+ * "out.pb.gz" -> "out.%n.pb.gz", "h.%p.pb.gz" -> "h.%p.%n.pb.gz", so the
+ * files do not overwrite one another. 1 if inserted, 0 if already there, or
  * -ENAMETOOLONG (t unchanged). */
 int heapprof__tmpl_add_seq(char *t, size_t cap);
 

@@ -51,6 +51,8 @@
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t seq;            /* next %n (dump_lock) */
 static _Atomic int exiting;     /* the exit dump has begun: no more dumps */
+static _Atomic int exit_done;   /* ... and has ended (heapprof__serve_exit_wait) */
+static _Atomic long exit_pid;   /* in this process (not a fork child's copy) */
 static _Atomic int write_warned;
 static struct sigaction prev_action; /* written once at start */
 /* A periodic or signal dump is owed: set by the signal handler, cleared
@@ -628,6 +630,7 @@ heapprof__serve_exit(int dump)
 {
 	if (atomic_exchange(&exiting, 1))
 		return;
+	atomic_store(&exit_pid, (long)getpid());
 	if (dump) {
 		if (lock_bounded(EXIT_WAIT_MS)) {
 			pid_t me = getpid();
@@ -639,6 +642,19 @@ heapprof__serve_exit(int dump)
 		}
 	}
 	heapprof__push_exit();
+	atomic_store(&exit_done, 1);
+}
+
+void
+heapprof__serve_exit_wait(int ms)
+{
+	int64_t end = mono_ms(CLOCK_MONOTONIC) + ms;
+	while (atomic_load(&exiting) && !atomic_load(&exit_done) &&
+	       atomic_load(&exit_pid) == (long)getpid() &&
+	       mono_ms(CLOCK_MONOTONIC) < end) {
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
 }
 
 int

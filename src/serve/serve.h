@@ -35,6 +35,10 @@ void heapprof__serve_start(void);
  * Called with the thread's busy flag set (and never when it was set
  * before). Once only: later calls do nothing. */
 void heapprof__serve_exit(int dump);
+/* If another thread of this process is in heapprof__serve_exit, waits
+ * until it is done, `ms` milliseconds at most (a second SIGTERM must not
+ * kill the process in the middle of the first one's profile). */
+void heapprof__serve_exit_wait(int ms);
 /* Fork handlers (init.c). prepare returns 1 if it took the dump lock;
  * parent and child get that value back. */
 int heapprof__serve_atfork_prepare(void);

@@ -50,6 +50,20 @@ rc=$?
 [ $rc -eq 130 ] && pass rel.ending.int.status || fail rel.ending.int.status "status $rc, expected 130"
 has_keep rel.ending.int.profile "$d/p.$pid.pb.gz"
 
+# --- TERM twice in a row to a multithreaded program (timeout signals its
+# child, then the group): the second lands on another thread while the
+# first one's profile is being written (DWARF names: a 0.4 s dump), and
+# must not kill the process before it is done.
+d=$TMPD/twice; mkdir -p "$d"
+env HEAPPROF_SYMBOLIZE=dwarf HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$P" threads >"$d/out" 2>"$d/err" &
+pid=$!
+wait_ready "$d/out"
+kill -TERM $pid; sleep 0.05; kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] && pass rel.ending.twice.status || fail rel.ending.twice.status "status $rc, expected 143"
+has_keep rel.ending.twice.profile "$d/p.$pid.pb.gz"
+
 # --- heapprof run forwards TERM: status 143, the profile, the line.
 d=$TMPD/run; mkdir -p "$d"
 "$HEAPPROF" run -o "$d/r.pb.gz" "$P" wait >"$d/out" 2>"$d/err" &

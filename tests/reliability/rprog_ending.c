@@ -6,6 +6,7 @@
  *   rprog_ending wait       sleeps until killed (timeout -s TERM, kill -INT)
  *   rprog_ending churn      allocates and frees 64 KiB every millisecond
  *                           until killed (periodic dumps come with samples)
+ *   rprog_ending threads    4 threads sleep, main waits until killed
  *   rprog_ending query      prints what sigaction() and signal() report
  *                           for SIGTERM and SIGINT ("dfl" each), then waits
  *   rprog_ending own        a SIGTERM handler of its own that _exits 7
@@ -19,6 +20,7 @@
  *                           "mine" to it and exits 0
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,14 @@
 #include <unistd.h>
 
 static void *volatile kept[64];
+static void *
+sleeper(void *arg)
+{
+	(void)arg;
+	for (;;)
+		usleep(100000);
+	return NULL;
+}
 
 static __attribute__((noinline)) void
 ending_keep(void)
@@ -106,6 +116,10 @@ main(int argc, char **argv)
 		for (int i = 0; i < 6000 && !usr1; i++)
 			usleep(100000);
 		return 0;
+	} else if (!strcmp(m, "threads")) {
+		pthread_t th;
+		for (int i = 0; i < 4; i++)
+			pthread_create(&th, NULL, sleeper, NULL);
 	} else if (!strcmp(m, "closeerr") && argc > 2) {
 		close(2);
 		int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0600);

@@ -37,7 +37,9 @@ seq(const char *in, const char *out, int rc)
 TEST(add_seq)
 {
 	seq("out.pb.gz", "out.%n.pb.gz", 1);
-	seq("/tmp/a.b/heap.%p.pb.gz", "/tmp/a.b/heap.%n.%p.pb.gz", 1);
+	seq("/tmp/a.b/heap.%p.pb.gz", "/tmp/a.b/heap.%p.%n.pb.gz", 1);
+	seq("g.%p.heap", "g.%p.%n.heap", 1);
+	seq("x.y.prof", "x.y.%n.prof", 1);
 	seq("prof", "prof.%n", 1);
 	seq("dir/.hidden", "dir/.hidden.%n", 1);
 	seq("x.%n.pb.gz", "x.%n.pb.gz", 0);
