@@ -588,8 +588,10 @@ heapprof_init(void)
 	uint64_t warm[4];
 	heapprof__stack_capture(t, 0, warm, 4);
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	if (heapprof__cfg.at_exit || heapprof__cfg.push[0])
+	if (heapprof__cfg.at_exit || heapprof__cfg.push[0]) {
 		atexit(exit_dump); /* the exit dump, and push's last interval */
+		at_quick_exit(exit_dump); /* quick_exit(3) runs no atexit handler */
+	}
 	heapprof__serve_start();
 	/* SIGTERM, SIGINT and _exit (libheapprof.so only). */
 	if (heapprof__ending_init)
