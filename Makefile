@@ -77,7 +77,9 @@ SO_LIBS := -ldl -lpthread
 $(B)/libheapprof.so: $(SO_OBJ) src/collect/exports.map
 	$(CC) -shared -Wl,-z,nodelete -Wl,--version-script=src/collect/exports.map -o $@ $(SO_OBJ) $(SO_LIBS)
 
-$(B)/libheapprof.a: $(LIB_OBJ)
+# The static library leaves the program's signals and _exit alone
+# (src/collect/ending.c: a fully static link would define _exit twice).
+$(B)/libheapprof.a: $(filter-out %/ending.o,$(LIB_OBJ))
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -260,7 +262,7 @@ SAN_FLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
 	-Isrc/serve -MMD -MP
 # What the capture half links: no src/ops, no legacy-format readers.
 SAN_SRC := $(COMMON_SRC) $(filter-out src/legacy/legacy_%,$(FORMAT_SRC)) $(SERVE_SRC) \
-	$(filter-out src/collect/interpose.c src/collect/bootstrap.c,$(COLLECT_SRC)) \
+	$(filter-out src/collect/interpose.c src/collect/bootstrap.c src/collect/ending.c,$(COLLECT_SRC)) \
 	tests/sanitize/hp_entry.c tests/sanitize/hp_boot.c
 define SAN_RULES
 $(B)/sanitize/$(1)/obj/%.o: %.c

@@ -22,6 +22,13 @@
 __thread hp_tls heapprof__tls __attribute__((tls_model("initial-exec")));
 hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH};
 
+/* stack.c's frame-pointer check may warn (the library's is in init.c). */
+void
+heapprof__warn(const char *msg)
+{
+	fprintf(stderr, "bench_unwind: %s\n", msg);
+}
+
 static long captures = 200000;
 static int rounds = 5;
 static volatile int sink;

@@ -29,6 +29,7 @@
 
 #include "cli.h"
 #include "run_child.h"
+#include "parse.h"
 
 int
 cli_run_absolute_output(void)
@@ -39,6 +40,19 @@ cli_run_absolute_output(void)
 		t = f && !strcmp(f, "text") ? "heapprof.%p.%n.heap"
 		                            : "heapprof.%p.%n.pb.gz";
 	}
+	/* -i or -s: several files, numbered as the library will (%n). */
+	char numbered[PATH_MAX];
+	const char *iv = getenv("HEAPPROF_INTERVAL"), *sv = getenv("HEAPPROF_SIGNAL");
+	int64_t secs = 0;
+	int sig = 0;
+	if (iv && heapprof__parse_size(iv, &secs) != 0)
+		secs = 0;
+	if (sv && heapprof__parse_signal(sv, &sig) != 0)
+		sig = 0;
+	if (heapprof__many_files(secs, sig) &&
+	    (size_t)snprintf(numbered, sizeof(numbered), "%s", t) < sizeof(numbered) &&
+	    heapprof__tmpl_add_seq(numbered, sizeof(numbered)) == 1)
+		t = numbered;
 	if (t[0] == '/')
 		return setenv("HEAPPROF_OUT", t, 1) ? -errno : 0;
 	char cwd[PATH_MAX];
@@ -165,8 +179,10 @@ cli_run_check_program(const char *cmd)
 	else if (go)
 		cli_err("run: %s is a Go program: its heap is Go's, which "
 		        "LD_PRELOAD cannot see (only C allocations through cgo "
-		        "are profiled); use runtime/pprof or net/http/pprof for "
-		        "the Go heap.", cmd);
+		        "are profiled), and the Go runtime exits without exit(3), "
+		        "so there is no profile at exit (-i or --http give "
+		        "some); use runtime/pprof or net/http/pprof for the Go "
+		        "heap.", cmd);
 }
 
 /* --------------------------------------------------- the files written */

@@ -274,6 +274,10 @@ const char *heapprof__stack_unwinder(void);
  * checked page by page. No fd, no lock, no allocation; async-signal-safe. */
 int heapprof__unwind_dwarf(uint64_t *out, int max, uintptr_t skip_to,
                            uintptr_t stack_lo, uintptr_t stack_hi);
+/* Does the code at call site q (a frame of heapprof__unwind_dwarf) keep a
+ * frame pointer? 1: its CFI computes the frame from rbp; 0: from rsp (no
+ * frame pointer there); -1: unknown (no CFI, outermost frame). */
+int heapprof__unwind_uses_fp(uint64_t q);
 
 /* -------------------------------------------------------------- bucket.c */
 
@@ -357,7 +361,9 @@ void heapprof__snapshot_atfork_reset(void);
  * the capture links alone (heapprof__hooks() is NULL then). */
 typedef struct hp_delivery {
 	void (*start)(void); /* constructor time */
-	void (*exit)(void);  /* the at-exit dump; the busy flag set */
+	void (*exit)(int dump); /* the at-exit dump (if dump) and last push;
+	                         * the busy flag set; once only */
+	void (*exit_wait)(int ms); /* waits (bounded) for another thread's exit */
 	void (*due)(void);   /* a sampled allocation, when armed */
 	/* fork: prepare returns 1 if it took the dump lock; parent and
 	 * child get that value back */
@@ -393,5 +399,11 @@ void heapprof__warn(const char *msg);
 void heapprof__warn_dup(const char *msg);
 /* Counters of things the profiler had to give up on. */
 extern HP_HIDDEN _Atomic uint64_t heapprof__dropped_samples;
+
+/* ending.c (libheapprof.so only, hence weak): the exit profile at SIGTERM,
+ * SIGINT and _exit. init installs the handlers (after serve start);
+ * atfork_child notes the new process. */
+HP_HIDDEN void heapprof__ending_init(void) __attribute__((weak));
+HP_HIDDEN void heapprof__ending_atfork_child(void) __attribute__((weak));
 
 #endif

@@ -43,6 +43,8 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,22 +64,84 @@ char heapprof__cmdline[512];
 #define NWARN 32
 static const char *_Atomic warned[NWARN]; /* messages already printed */
 
-/* "heapprof[PID]: msg" on stderr with one write(2). errno is preserved:
- * the warning paths sit between a failing call and the code that reads
- * its errno, or inside free(), which must not change errno; a write to a
- * closed or full stderr (EBADF, ENOSPC, EPIPE) would otherwise leak out. */
+/*
+ * Where warnings go: the stderr the process started with. A program may
+ * close it (coreutils close stdout and stderr in an atexit handler, before
+ * the exit profile is written), and the next file it opens then gets fd 2:
+ * a warning must never land in that file. So fd 2 is used only while it is
+ * still the file it was at start (device and inode, noted at init); if it
+ * is not, the start's stderr is reopened by name when it has one (a
+ * terminal, a regular file: /proc/self/fd/2 named it at init), written,
+ * and closed again, its identity checked first. No descriptor is kept
+ * open: a copy of a pipe would hold back the reader's end of file (the
+ * shell of `x=$(daemon)`, ssh). A pipe or socket that was closed loses the
+ * warning. Written once by init (before that, fd 2 as it is).
+ */
+static int err_noted;      /* init looked at fd 2 */
+static int err_open;       /* fd 2 was open at start */
+static dev_t err_dev;
+static ino_t err_ino;
+static char err_path[256]; /* its name, if it can be reopened; else "" */
+
+static void
+note_stderr(void)
+{
+	struct stat st;
+	err_noted = 1;
+	if (fstat(2, &st) != 0)
+		return;
+	err_open = 1;
+	err_dev = st.st_dev;
+	err_ino = st.st_ino;
+	if (!S_ISCHR(st.st_mode) && !S_ISREG(st.st_mode))
+		return;
+	ssize_t n = readlink("/proc/self/fd/2", err_path, sizeof(err_path) - 1);
+	if (n <= 0 || n >= (ssize_t)sizeof(err_path) - 1 || err_path[0] != '/')
+		n = 0;
+	err_path[n] = 0;
+}
+
+static int
+same_file(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && st.st_dev == err_dev && st.st_ino == err_ino;
+}
+
+/* "heapprof[PID]: msg" on the start's stderr with one writev(2). errno is
+ * preserved: the warning paths sit between a failing call and the code
+ * that reads its errno, or inside free(), which must not change errno; a
+ * write to a closed or full stderr (EBADF, ENOSPC, EPIPE) would otherwise
+ * leak out. */
 static void
 say(const char *msg)
 {
 	int saved = errno;
-	char buf[700];
-	int n = snprintf(buf, sizeof(buf), "heapprof[%ld]: %s\n", (long)getpid(),
-	                 msg);
-	if (n > 0) {
-		ssize_t w = write(2, buf, (size_t)n < sizeof(buf) ? (size_t)n
-		                                                  : sizeof(buf) - 1);
+	char pre[48];
+	int n = snprintf(pre, sizeof(pre), "heapprof[%ld]: ", (long)getpid());
+	struct iovec iov[3] = {{pre, n > 0 ? (size_t)n : 0},
+	                       {(void *)msg, strlen(msg)},
+	                       {"\n", 1}};
+	int fd = 2, opened = 0;
+	if (err_noted && !(err_open && same_file(2))) {
+		fd = -1;
+		if (err_open && err_path[0]) {
+			fd = open(err_path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK |
+			                        O_CLOEXEC);
+			opened = fd >= 0;
+			if (opened && !same_file(fd)) {
+				close(fd);
+				fd = -1;
+				opened = 0;
+			}
+		}
+	}
+	if (fd >= 0) {
+		ssize_t w = writev(fd, iov, 3);
 		(void)w;
 	}
+	if (opened)
+		close(fd);
 	errno = saved;
 }
 
@@ -323,6 +387,9 @@ read_env(hp_config *c)
 			warn_env("HEAPPROF_OUT", v, "is too long", dflt);
 		strcpy(c->out, dflt);
 	}
+	/* Several files from one template: numbered, not overwritten. */
+	if (heapprof__many_files(c->interval, c->signal))
+		heapprof__tmpl_add_seq(c->out, sizeof(c->out));
 }
 
 /* ------------------------------------------------------ which processes */
@@ -482,6 +549,8 @@ atfork_child(void)
 	heapprof__range_atfork_child();
 	heapprof__arena_atfork_child();
 	heapprof__bucket_atfork_child();
+	if (heapprof__ending_atfork_child)
+		heapprof__ending_atfork_child();
 	int st = fork_pop();
 	if (heapprof__hooks())
 		heapprof__delivery.atfork_child(st == 2);
@@ -512,8 +581,12 @@ exit_dump(void)
 	}
 	hp_enter(t);
 	int saved = errno;
-	if (heapprof__hooks())
-		heapprof__delivery.exit(); /* SIGXFSZ handling: see dump.c */
+	if (heapprof__hooks()) {
+		heapprof__delivery.exit(heapprof__cfg.at_exit); /* SIGXFSZ handling: see dump.c */
+		/* A SIGTERM on another thread may be writing the profile: the
+		 * process must not end under it (ending.c). */
+		heapprof__delivery.exit_wait(30000);
+	}
 	errno = saved;
 	hp_leave(t);
 }
@@ -526,6 +599,7 @@ heapprof_init(void)
 {
 	hp_tls *t = &heapprof__tls;
 	hp_enter(t);
+	note_stderr();
 	heapprof__interpose_resolve();
 	if (!heapprof__range_span) {
 		heapprof__warn("cannot reserve address space for sampled "
@@ -568,8 +642,10 @@ heapprof_init(void)
 		heapprof__warn("HEAPPROF_UNWIND=libunwind: libunwind.so.8 not "
 		               "found; using the default (dwarf) unwinder");
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	if (heapprof__cfg.at_exit || heapprof__cfg.push[0])
+	if (heapprof__cfg.at_exit || heapprof__cfg.push[0]) {
 		atexit(exit_dump); /* the exit dump, and push's last interval */
+		at_quick_exit(exit_dump); /* quick_exit(3) runs no atexit handler */
+	}
 	/* Dumps that may run in a signal handler or inside malloc, and the
 	 * endpoint's and push's: libz and libm now, not at their first use
 	 * (src/so/libs.c). Otherwise the first dump loads them. */
@@ -578,6 +654,9 @@ heapprof_init(void)
 		heapprof__lazy_libs();
 	if (heapprof__hooks())
 		heapprof__delivery.start();
+	/* SIGTERM, SIGINT and _exit (libheapprof.so only). */
+	if (heapprof__ending_init)
+		heapprof__ending_init();
 	/* No distance yet: the first allocation after this draws one and
 	 * is charged against it (sampler.c), as in every new thread. */
 	heapprof__sampler_reset(t);

@@ -6,7 +6,8 @@
  * a per-address rule cache, so it works on Debian's binaries, which have
  * no frame pointers.
  * HEAPPROF_UNWIND=fp: a frame-pointer walk, bounded by the thread's stack,
- * for programs built with -fno-omit-frame-pointer.
+ * for programs built with -fno-omit-frame-pointer; its first stacks are
+ * checked against the CFI unwinder's, and a mismatch warns once.
  * HEAPPROF_UNWIND=libunwind: an explicit opt-in, never the default, loaded
  * only then (dlopen, RTLD_LOCAL, only unw_backtrace looked up: linked
  * normally its _Unwind_* would come ahead of libgcc_s for the host's C++
@@ -23,13 +24,16 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "collect.h"
 
 typedef int (*unw_backtrace_fn)(void **, int);
+static int main_text(struct dl_phdr_info *info, size_t size, void *arg);
 static unw_backtrace_fn unw_bt; /* written once at init */
 static void stack_bounds(hp_tls *t);
 
@@ -59,6 +63,8 @@ heapprof__stack_init(hp_tls *t)
 {
 	if (!t->stack_hi)
 		stack_bounds(t);
+	if (heapprof__cfg.unwind == HP_UNWIND_FP)
+		dl_iterate_phdr(main_text, NULL); /* for fp_check */
 	if (heapprof__cfg.unwind != HP_UNWIND_LIBUNWIND)
 		return 0;
 	int rc = load_libunwind();
@@ -155,6 +161,64 @@ fp_walk(hp_tls *t, void **buf, int max)
 	return n;
 }
 
+/*
+ * HEAPPROF_UNWIND=fp on a program built without frame pointers gives
+ * stacks cut short (or made of whatever the frame-pointer register held).
+ * The first FP_CHECKS stacks are therefore also unwound from the
+ * call-frame information, which says, for each of the program's own call
+ * sites (main_lo..main_hi, the executable's text), whether its function
+ * computes its frame from rbp (a frame pointer) or from rsp (none). More
+ * call sites without one than with, FP_BAD at least: one warning.
+ * Libraries are not counted: Debian's libc and libstdc++ have no frame
+ * pointers, which costs an fp build a frame here and there (their
+ * internal allocations lose their callers), not its whole stacks.
+ * The counters are shared by all threads (atomics); main_lo and main_hi
+ * are written once by stack_init.
+ */
+#define FP_CHECKS 64
+#define FP_BAD 3
+static _Atomic int fp_checked, fp_without, fp_with;
+static uintptr_t main_lo, main_hi;
+
+static int
+main_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size, (void)arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			main_lo = info->dlpi_addr + ph->p_vaddr;
+			main_hi = main_lo + ph->p_memsz;
+			break;
+		}
+	}
+	return 1; /* the first object is the executable */
+}
+
+static HP_NOINLINE void
+fp_check(hp_tls *t, uintptr_t skip_to, int max)
+{
+	uint64_t d[HP_MAX_DEPTH];
+	if (max > HP_MAX_DEPTH)
+		max = HP_MAX_DEPTH;
+	int nd = heapprof__unwind_dwarf(d, max, skip_to, t->stack_lo, t->stack_hi);
+	int with = 0, without = 0;
+	for (int i = 0; i < nd; i++) {
+		if (d[i] < main_lo || d[i] >= main_hi)
+			continue;
+		int fp = heapprof__unwind_uses_fp(d[i]);
+		with += fp == 1;
+		without += fp == 0;
+	}
+	int w = atomic_fetch_add(&fp_with, with) + with;
+	int wo = atomic_fetch_add(&fp_without, without) + without;
+	if (wo >= FP_BAD && wo > w) /* heapprof__warn prints it once */
+		heapprof__warn("HEAPPROF_UNWIND=fp: the program is built without "
+		               "frame pointers (its call-frame information says "
+		               "so): its stacks are cut short or wrong; the default "
+		               "unwinder (dwarf) needs none");
+}
+
 /* fp and libunwind: into a buffer, then the profiler's frames dropped.
  * Not inlined: the buffer is on the stack only when these are used. */
 static HP_NOINLINE int
@@ -176,6 +240,11 @@ capture_buffered(hp_tls *t, uintptr_t skip_to, uint64_t *out, int max)
 	int d = 0;
 	for (int i = start; i < n && d < max; i++)
 		out[d++] = (uint64_t)(uintptr_t)buf[i] - 1;
+	if (heapprof__cfg.unwind == HP_UNWIND_FP &&
+	    HP_UNLIKELY(atomic_load_explicit(&fp_checked, memory_order_relaxed) <
+	                FP_CHECKS) &&
+	    atomic_fetch_add(&fp_checked, 1) < FP_CHECKS)
+		fp_check(t, skip_to, max);
 	return d;
 }
 

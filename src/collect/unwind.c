@@ -515,6 +515,13 @@ lookup(uintptr_t q, int exact)
 	return lookup_slow(q, exact, i, tag);
 }
 
+int
+heapprof__unwind_uses_fp(uint64_t q)
+{
+	uint32_t k = RULE_KIND(lookup((uintptr_t)q, 0));
+	return k == R_RBP ? 1 : k == R_RSP ? 0 : -1;
+}
+
 /* ------------------------------------------------------------ the walk */
 
 /* Pages validated with mincore in this capture (stacks other than the

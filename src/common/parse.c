@@ -45,7 +45,8 @@ heapprof__parse_signal(const char *s, int *out)
 		const char *name;
 		int sig;
 	} names[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"PROF", SIGPROF},
-	             {"HUP", SIGHUP},   {"URG", SIGURG},   {"WINCH", SIGWINCH}};
+	             {"HUP", SIGHUP},   {"URG", SIGURG},   {"WINCH", SIGWINCH},
+	             {"TERM", SIGTERM}, {"INT", SIGINT}};
 	if (!s || !*s)
 		return -EINVAL;
 	if (strncasecmp(s, "SIG", 3) == 0)
@@ -72,3 +73,42 @@ heapprof__parse_signal(const char *s, int *out)
 	return 0;
 }
 
+
+HP_HIDDEN int
+heapprof__tmpl_add_seq(char *t, size_t cap)
+{
+	size_t n = strlen(t);
+	for (size_t i = 0; i < n; i++) {
+		if (t[i] != '%')
+			continue;
+		if (t[i + 1] == 'n' || t[i + 1] == 'N')
+			return 0;
+		if (t[i + 1])
+			i++; /* %%, %p, ...: skip the pair */
+	}
+	if (n + 4 > cap)
+		return -ENAMETOOLONG;
+	/* Before the extension: a known one (".pb.gz" is two dots), else
+	 * the last dot that does not start the base name, else the end. */
+	static const char *const exts[] = {".pb.gz", ".heap", ".pb", ".gz"};
+	char *base = strrchr(t, '/');
+	base = base ? base + 1 : t;
+	size_t bl = strlen(base), at = n;
+	for (size_t i = 0; i < sizeof(exts) / sizeof(*exts) && at == n; i++) {
+		size_t el = strlen(exts[i]);
+		if (bl > el && !strcmp(base + bl - el, exts[i]))
+			at = n - el;
+	}
+	char *dot = strrchr(base, '.');
+	if (at == n && dot && dot != base)
+		at = (size_t)(dot - t);
+	memmove(t + at + 3, t + at, n - at + 1);
+	memcpy(t + at, ".%n", 3);
+	return 1;
+}
+
+HP_HIDDEN int
+heapprof__many_files(int64_t interval, int sig)
+{
+	return interval > 0 || (sig > 0 && sig != SIGTERM && sig != SIGINT);
+}

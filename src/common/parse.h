@@ -4,13 +4,25 @@
 #ifndef HEAPPROF_PARSE_H
 #define HEAPPROF_PARSE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* A non-negative integer with an optional k/m/g suffix (powers of 1024)
  * and optional trailing "b". 0 or -EINVAL. */
 int heapprof__parse_size(const char *s, int64_t *out);
 /* A catchable signal: a number, or a name with or without "SIG" (USR1,
- * USR2, PROF, HUP, URG, WINCH, RTMIN+N). 0 or -EINVAL. */
+ * USR2, PROF, HUP, URG, WINCH, TERM, INT, RTMIN+N). 0 or -EINVAL. */
 int heapprof__parse_signal(const char *s, int *out);
+
+/* Can a process write more than one profile file: periodic dumps, or a
+ * dump signal other than TERM and INT (which end the program)? */
+int heapprof__many_files(int64_t interval, int sig);
+/* An output template without %n (or gperftools' %N), for a process that
+ * may write several files, gets ".%n" before its extension (.pb.gz, .heap,
+ * .pb, .gz, else the last '.' of the base name, else at the end):
+ * "out.pb.gz" -> "out.%n.pb.gz", "h.%p.pb.gz" -> "h.%p.%n.pb.gz", so the
+ * files do not overwrite one another. 1 if inserted, 0 if already there, or
+ * -ENAMETOOLONG (t unchanged). */
+int heapprof__tmpl_add_seq(char *t, size_t cap);
 
 #endif

@@ -51,6 +51,8 @@
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t seq;            /* next %n (dump_lock) */
 static _Atomic int exiting;     /* the exit dump has begun: no more dumps */
+static _Atomic int exit_done;   /* ... and has ended (heapprof__serve_exit_wait) */
+static _Atomic long exit_pid;   /* in this process (not a fork child's copy) */
 static _Atomic int write_warned;
 static struct sigaction prev_action; /* written once at start */
 /* A periodic or signal dump is owed: set by the signal handler, cleared
@@ -299,12 +301,10 @@ dump_locked(const char *path_or_null)
 	if (rc != 0 && rc != -ECANCELED && !atomic_exchange(&write_warned, 1)) {
 		char msg[4400];
 		snprintf(msg, sizeof(msg),
-		         "heapprof[%ld]: cannot write profile %s: %s (further "
-		         "failures are silent)\n",
-		         (long)getpid(), path_or_null ? path_or_null : heapprof__cfg.out,
+		         "cannot write profile %s: %s (further failures are silent)",
+		         path_or_null ? path_or_null : heapprof__cfg.out,
 		         heapprof_strerror(rc));
-		ssize_t w = write(2, msg, strlen(msg));
-		(void)w;
+		heapprof__warn_dup(msg);
 	}
 	return rc;
 }
@@ -519,7 +519,8 @@ heapprof__serve_thread_due(void)
 	if (atomic_load(&pending) && atomic_load(&quiet_until) - now < left)
 		left = atomic_load(&quiet_until) - now; /* a coalesced request */
 	/* A signal that found the lock taken: look again within a second. */
-	if (heapprof__cfg.signal > 0 && left > 1000)
+	if (heapprof__cfg.signal > 0 && heapprof__cfg.signal != SIGTERM &&
+	    heapprof__cfg.signal != SIGINT && left > 1000)
 		left = 1000;
 	return heapprof__poll_timeout(left);
 }
@@ -609,15 +610,19 @@ heapprof__serve_start(void)
 		period_ms = (int64_t)heapprof__cfg.interval * 1000;
 		atomic_store(&next_due, mono_ms(CLOCK_MONOTONIC_COARSE) + period_ms);
 	}
-	heapprof__serve_armed = heapprof__cfg.interval > 0 ||
-	                        heapprof__cfg.signal > 0;
-	if (heapprof__cfg.signal > 0) {
+	/* A dump signal of TERM or INT ends the program after its profile:
+	 * collect/ending.c handles those. */
+	int sig = heapprof__cfg.signal;
+	if (sig == SIGTERM || sig == SIGINT)
+		sig = 0;
+	heapprof__serve_armed = heapprof__cfg.interval > 0 || sig > 0;
+	if (sig > 0) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = on_signal;
 		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 		sigfillset(&sa.sa_mask);
-		sigaction(heapprof__cfg.signal, &sa, &prev_action);
+		sigaction(sig, &sa, &prev_action);
 	}
 	/* Threads only for what needs one. */
 	if (heapprof__cfg.http[0]) {
@@ -671,11 +676,12 @@ note_no_profile(void)
 }
 
 void
-heapprof__serve_exit(void)
+heapprof__serve_exit(int dump)
 {
 	if (atomic_exchange(&exiting, 1))
 		return;
-	if (heapprof__cfg.at_exit) {
+	atomic_store(&exit_pid, (long)getpid());
+	if (dump) {
 		if (!heapprof__cfg.write_empty && nothing_sampled()) {
 			note_no_profile();
 		} else if (lock_bounded(EXIT_WAIT_MS)) {
@@ -688,6 +694,19 @@ heapprof__serve_exit(void)
 		}
 	}
 	heapprof__push_exit();
+	atomic_store(&exit_done, 1);
+}
+
+void
+heapprof__serve_exit_wait(int ms)
+{
+	int64_t end = mono_ms(CLOCK_MONOTONIC) + ms;
+	while (atomic_load(&exiting) && !atomic_load(&exit_done) &&
+	       atomic_load(&exit_pid) == (long)getpid() &&
+	       mono_ms(CLOCK_MONOTONIC) < end) {
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
 }
 
 int

@@ -9,6 +9,7 @@
 const hp_delivery heapprof__delivery = {
 	.start = heapprof__serve_start,
 	.exit = heapprof__serve_exit,
+	.exit_wait = heapprof__serve_exit_wait,
 	.due = heapprof__serve_due,
 	.atfork_prepare = heapprof__serve_atfork_prepare,
 	.atfork_parent = heapprof__serve_atfork_parent,

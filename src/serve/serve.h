@@ -31,9 +31,14 @@ heapprof__mono_ms(void)
 /* Constructor time: the dump signal's handler, the endpoint's and the
  * push's threads. */
 void heapprof__serve_start(void);
-/* The at-exit dump and the last push; never blocks for long. Called with
- * the thread's busy flag set (and never when it was set before). */
-void heapprof__serve_exit(void);
+/* The at-exit dump (if `dump`) and the last push; never blocks for long.
+ * Called with the thread's busy flag set (and never when it was set
+ * before). Once only: later calls do nothing. */
+void heapprof__serve_exit(int dump);
+/* If another thread of this process is in heapprof__serve_exit, waits
+ * until it is done, `ms` milliseconds at most (a second SIGTERM must not
+ * kill the process in the middle of the first one's profile). */
+void heapprof__serve_exit_wait(int ms);
 /* A sampled allocation while dumps are armed (collect.h's due hook):
  * takes the dump that is due if the thread is not busy. */
 void heapprof__serve_due(void);

@@ -105,8 +105,9 @@ if nm "$LIB" 2>/dev/null | grep -q ' heapprof__busy_alloc_private$'; then
 		sleep 0.05; i=$((i + 1))
 	done
 	kill -USR2 $ip; i=0
-	while [ ! -f "$TMPD/idle.$ip.pb.gz" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
-	if [ -f "$TMPD/idle.$ip.pb.gz" ]; then pass rel.serve$SFX.signal_dump_idle
+	# (the template has no %n: signal dumps are numbered, .0 first)
+	while [ ! -f "$TMPD/idle.$ip.0.pb.gz" ] && [ $i -lt 300 ]; do sleep 0.05; i=$((i + 1)); done
+	if [ -f "$TMPD/idle.$ip.0.pb.gz" ]; then pass rel.serve$SFX.signal_dump_idle
 	else fail rel.serve$SFX.signal_dump_idle "no profile 15 s after the signal: $(cat "$TMPD/idle.err")"; fi
 	kill $ip; wait $ip 2>/dev/null
 else

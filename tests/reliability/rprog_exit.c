@@ -9,7 +9,8 @@
  *   _exit      _exit(6) while threads allocate
  *   main       return 7 from main while threads allocate
  * Blocks allocated at site_exit_keep stay live (EXPECT line). The script
- * checks the exit status, the absence of a hang, and the profile (if any).
+ * checks the exit status, the absence of a hang, and the profile (one in
+ * every mode: quick_exit and _exit write it too).
  */
 #include <pthread.h>
 #include <stdatomic.h>

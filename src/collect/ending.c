@@ -1,0 +1,263 @@
+/*
+ * ending.c: the exit profile of processes that do not leave through
+ * exit(3): killed by SIGTERM or SIGINT (timeout, docker stop, systemd,
+ * Ctrl-C), or leaving through _exit(2) (Python's multiprocessing workers,
+ * forked children). Linked into libheapprof.so only (LD_PRELOAD): the
+ * static library leaves the program's signals and _exit alone.
+ *
+ * SIGTERM and SIGINT: at start, when the program inherited the default
+ * action, a handler of ours takes its place. It writes the exit profile
+ * (the exit dump's rules: serve/dump.c waits a bounded time for a dump in
+ * progress, on a stack of its own), puts the default action back and
+ * raises the signal again, so the process still dies of it (status 143,
+ * 130, or timeout's 124). A signal that lands while the thread is inside
+ * the profiler gets no profile (one warning) and kills as before.
+ *
+ * To the program our handler IS the default action: sigaction(2),
+ * signal(3) and their aliases are interposed, so a query reports SIG_DFL
+ * (Python installs its KeyboardInterrupt handler only over SIG_DFL), and
+ * setting SIG_DFL (the "clean up, restore, raise" idiom) sets ours. Any
+ * other handler or SIG_IGN the program sets replaces ours, as it should.
+ * glibc's own internal calls (system(3), siginterrupt(3)) bypass this and
+ * save and restore our handler as they find it.
+ *
+ * _exit and _Exit: the exit profile first, in the process the profiler
+ * knows (not in a vfork child, which shares its parent's memory, nor in a
+ * raw clone without fork handlers), then the real _exit. A raw exit_group
+ * system call is not seen.
+ *
+ * HEAPPROF_EXIT=0 turns all of this off, except for a dump signal
+ * (HEAPPROF_SIGNAL) of TERM or INT, which then means: a profile when the
+ * signal arrives, and the program ends as the signal asks.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+
+#include "collect.h"
+
+/* glibc's own entry points, bound at link time, for calls before init. */
+extern int __sigaction(int, const struct sigaction *, struct sigaction *);
+
+/* How long an ending waits for another thread's exit profile. */
+#define EXIT_WAIT_OTHER_MS 30000
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef void (*exit_fn)(int);
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+
+/* Written once in heapprof__ending_init (before the program's code runs,
+ * the constructor has priority 101), read-only afterwards. */
+static sigaction_fn real_sigaction;
+static exit_fn real_exit;
+static signal_fn real_signal, real_sysv_signal;
+static int ending_on[2];     /* [0] SIGTERM, [1] SIGINT: ours when SIG_DFL */
+static int exit_on;          /* _exit dumps (and pushes the last interval) */
+/* The process whose memory this is (init, then every fork child): a vfork
+ * child has another pid and must not dump. */
+static _Atomic long self_pid;
+
+static int
+slot(int sig)
+{
+	return sig == SIGTERM ? 0 : sig == SIGINT ? 1 : -1;
+}
+
+static int
+call_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	return real_sigaction ? real_sigaction(sig, act, old)
+	                      : __sigaction(sig, act, old);
+}
+
+/* The exit profile, if this process may write one here and now. */
+static void
+ending_dump(int dump, const char *busy_msg)
+{
+	hp_tls *t = &heapprof__tls;
+	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire) ||
+	    (long)getpid() != atomic_load(&self_pid))
+		return;
+	if (t->busy) {
+		heapprof__warn(busy_msg);
+		return;
+	}
+	int saved = errno;
+	hp_enter(t);
+	if (!heapprof__hooks()) {
+		hp_leave(t);
+		errno = saved;
+		return;
+	}
+	heapprof__delivery.exit(dump);
+	/* Another thread's ending (exit, _exit, the other signal, or the same
+	 * one sent twice: timeout signals the child and then its group) may
+	 * have begun the profile: let it finish before this thread kills the
+	 * process or exits. */
+	heapprof__delivery.exit_wait(EXIT_WAIT_OTHER_MS);
+	hp_leave(t);
+	errno = saved;
+}
+
+static void
+on_ending(int sig, siginfo_t *si, void *uc)
+{
+	(void)si, (void)uc;
+	ending_dump(1, "SIGTERM or SIGINT arrived inside the profiler: no "
+	            "profile at this ending");
+	/* The default action, now: the process dies of the signal. */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	call_sigaction(sig, &dfl, NULL);
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, sig);
+	raise(sig);
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+}
+
+static int
+is_ours(const struct sigaction *a)
+{
+	return (a->sa_flags & SA_SIGINFO) && a->sa_sigaction == on_ending;
+}
+
+static void
+our_action(struct sigaction *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->sa_sigaction = on_ending;
+	a->sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigfillset(&a->sa_mask);
+}
+
+void
+heapprof__ending_init(void)
+{
+	atomic_store(&self_pid, (long)getpid());
+	real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+	real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
+	real_signal = (signal_fn)dlsym(RTLD_NEXT, "signal");
+	real_sysv_signal = (signal_fn)dlsym(RTLD_NEXT, "sysv_signal");
+	exit_on = heapprof__cfg.at_exit || heapprof__cfg.push[0];
+	const int sigs[2] = {SIGTERM, SIGINT};
+	for (int i = 0; i < 2; i++) {
+		ending_on[i] = heapprof__cfg.at_exit ||
+		               heapprof__cfg.signal == sigs[i];
+		struct sigaction cur, mine;
+		if (!ending_on[i] || call_sigaction(sigs[i], NULL, &cur) != 0 ||
+		    (cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL)
+			continue; /* ignored, or a handler: the program's */
+		our_action(&mine);
+		call_sigaction(sigs[i], &mine, NULL);
+	}
+}
+
+void
+heapprof__ending_atfork_child(void)
+{
+	atomic_store(&self_pid, (long)getpid());
+}
+
+/* ---------------------------------------------------- the interposers */
+
+HP_EXPORT int
+sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	int k = slot(sig);
+	if (k < 0 || !ending_on[k])
+		return call_sigaction(sig, act, old);
+	struct sigaction mine;
+	if (act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL) {
+		our_action(&mine);
+		act = &mine;
+	}
+	int rc = call_sigaction(sig, act, old);
+	if (rc == 0 && old && is_ours(old)) {
+		memset(old, 0, sizeof(*old));
+		old->sa_handler = SIG_DFL;
+	}
+	return rc;
+}
+
+/* signal(3): glibc's for every other signal; for ours, the same semantics
+ * through sigaction above: BSD (SA_RESTART, the signal blocked in its
+ * handler), or System V (SA_RESETHAND | SA_NODEFER). */
+static sighandler_t
+set_handler(int sig, sighandler_t h, int flags)
+{
+	int k = slot(sig);
+	signal_fn real = flags & SA_NODEFER ? real_sysv_signal : real_signal;
+	if ((k < 0 || !ending_on[k]) && real)
+		return real(sig, h);
+	struct sigaction a, old;
+	memset(&a, 0, sizeof(a));
+	a.sa_handler = h;
+	a.sa_flags = flags;
+	sigemptyset(&a.sa_mask);
+	if (!(flags & SA_NODEFER) && sig > 0 && sig < NSIG)
+		sigaddset(&a.sa_mask, sig);
+	if (h == SIG_ERR || sigaction(sig, &a, &old) != 0) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	return old.sa_handler;
+}
+
+HP_EXPORT sighandler_t
+signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESTART);
+}
+
+HP_EXPORT sighandler_t
+bsd_signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESTART);
+}
+
+HP_EXPORT sighandler_t
+ssignal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESTART);
+}
+
+HP_EXPORT sighandler_t
+sysv_signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER);
+}
+
+HP_EXPORT sighandler_t
+__sysv_signal(int sig, sighandler_t h)
+{
+	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER);
+}
+
+static _Noreturn void
+leave(int status)
+{
+	if (exit_on)
+		ending_dump(heapprof__cfg.at_exit, "_exit() called inside the profiler (from a signal "
+		            "handler?): no exit profile");
+	if (real_exit)
+		real_exit(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+HP_EXPORT void
+_exit(int status)
+{
+	leave(status);
+}
+
+HP_EXPORT void
+_Exit(int status)
+{
+	leave(status);
+}

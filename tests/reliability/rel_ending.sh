@@ -1,0 +1,213 @@
+#!/bin/sh
+# Endings without exit(3) (issue 14): a program killed by SIGTERM
+# (timeout -s TERM) or SIGINT leaves its exit profile and still dies of
+# the signal (status 124 from timeout, 130 from the shell); the program's
+# own handlers and SIG_IGN are left alone and sigaction()/signal() report
+# SIG_DFL where ours stands in for it; -s TERM is accepted; children that
+# leave through _exit or _Exit (fork, Python's multiprocessing) leave a
+# profile, a vfork child writes none. A program that closes stderr still
+# gets its warnings, never in another file. Several files from a template
+# without %n are numbered.
+. "$(dirname "$0")/lib.sh"
+need_lib rel.ending
+oracle_tmpdir
+P=$PROG/rprog_ending
+
+# has_keep NAME FILE: the profile holds ending_keep's 4 MiB in use.
+has_keep() {
+	if [ -f "$2" ] && "$HEAPPROF" top -n 50 "$2" 2>"$TMPD/top.err" | grep -q ending_keep; then
+		pass "$1"
+	else
+		fail "$1" "no ending_keep in ${2}: $(ls "$(dirname "$2")" | head -5 | tr '\n' ' ') $(head -2 "$TMPD/top.err" 2>/dev/null)"
+	fi
+}
+# wait_ready FILE: until the program printed "ready" (60 s at most).
+wait_ready() {
+	_i=0
+	while [ $_i -lt 600 ] && ! grep -q ready "$1" 2>/dev/null; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+}
+
+# --- timeout -s TERM: 124, and a profile.
+d=$TMPD/term; mkdir -p "$d"
+timeout -s TERM 3 env HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$P" wait >/dev/null 2>"$d/err"
+rc=$?
+[ $rc -eq 124 ] && pass rel.ending.term.status || fail rel.ending.term.status "status $rc, expected 124"
+has_keep rel.ending.term.profile "$(ls "$d"/p.*.pb.gz 2>/dev/null | head -1)"
+
+# --- kill -INT from outside: dies of SIGINT (shell status 130), a profile.
+# (A background job of a script starts with SIGINT ignored: env puts the
+# default back, as a terminal's foreground job has it.)
+d=$TMPD/int; mkdir -p "$d"
+env --default-signal=INT HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$P" wait >"$d/out" 2>"$d/err" &
+pid=$!
+wait_ready "$d/out"
+kill -INT $pid
+wait $pid
+rc=$?
+[ $rc -eq 130 ] && pass rel.ending.int.status || fail rel.ending.int.status "status $rc, expected 130"
+has_keep rel.ending.int.profile "$d/p.$pid.pb.gz"
+
+# --- TERM twice in a row to a multithreaded program (timeout signals its
+# child, then the group): the second lands on another thread while the
+# first one's profile is being written (DWARF names: a 0.4 s dump), and
+# must not kill the process before it is done.
+d=$TMPD/twice; mkdir -p "$d"
+env HEAPPROF_SYMBOLIZE=dwarf HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$P" threads >"$d/out" 2>"$d/err" &
+pid=$!
+wait_ready "$d/out"
+kill -TERM $pid; sleep 0.05; kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] && pass rel.ending.twice.status || fail rel.ending.twice.status "status $rc, expected 143"
+has_keep rel.ending.twice.profile "$d/p.$pid.pb.gz"
+
+# --- heapprof run forwards TERM: status 143, the profile, the line.
+d=$TMPD/run; mkdir -p "$d"
+"$HEAPPROF" run -o "$d/r.pb.gz" "$P" wait >"$d/out" 2>"$d/err" &
+pid=$!
+wait_ready "$d/out"
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] && pass rel.ending.run.status || fail rel.ending.run.status "status $rc, expected 143"
+has_keep rel.ending.run.profile "$d/r.pb.gz"
+grep -q "wrote $d/r.pb.gz" "$d/err" && pass rel.ending.run.says ||
+	fail rel.ending.run.says "$(cat "$d/err")"
+
+# --- the program's view: SIG_DFL reported, its own handler honoured.
+d=$TMPD/query; mkdir -p "$d"
+timeout -s TERM 3 env HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$P" query >"$d/out" 2>"$d/err"
+rc=$?
+exp='sigaction TERM dfl
+signal INT dfl
+signal INT again dfl
+ready'
+[ $rc -eq 124 ] && [ "$(cat "$d/out")" = "$exp" ] && pass rel.ending.query ||
+	fail rel.ending.query "status $rc: $(tr '\n' ' ' <"$d/out")"
+has_keep rel.ending.query.profile "$(ls "$d"/p.*.pb.gz 2>/dev/null | head -1)"
+
+d=$TMPD/own; mkdir -p "$d"
+timeout --preserve-status -s TERM 3 env HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$P" own >/dev/null 2>"$d/err"
+rc=$?
+[ $rc -eq 7 ] && pass rel.ending.own.status || fail rel.ending.own.status "status $rc, expected 7 (the program's handler)"
+has_keep rel.ending.own.profile "$(ls "$d"/p.*.pb.gz 2>/dev/null | head -1)"
+
+d=$TMPD/reraise; mkdir -p "$d"
+timeout -s TERM 3 env HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$P" reraise >/dev/null 2>"$d/err"
+rc=$?
+[ $rc -eq 124 ] && pass rel.ending.reraise.status || fail rel.ending.reraise.status "status $rc, expected 124"
+has_keep rel.ending.reraise.profile "$(ls "$d"/p.*.pb.gz 2>/dev/null | head -1)"
+
+d=$TMPD/ignore; mkdir -p "$d"
+env HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$P" ignore >"$d/out" 2>"$d/err" &
+pid=$!
+wait_ready "$d/out"
+kill -TERM $pid
+sleep 0.5
+n=$(ls "$d" | grep -c 'pb.gz$')
+kill -USR1 $pid
+wait $pid
+rc=$?
+[ $rc -eq 0 ] && [ "$n" -eq 0 ] && pass rel.ending.ignore ||
+	fail rel.ending.ignore "status $rc (expected 0), $n files after the ignored TERM"
+
+# --- -s TERM: accepted, a profile, still killed.
+d=$TMPD/sterm; mkdir -p "$d"
+timeout -s TERM 3 "$HEAPPROF" run --no-exit-dump -s TERM -o "$d/s.pb.gz" "$P" wait >/dev/null 2>"$d/err"
+rc=$?
+[ $rc -eq 124 ] && pass rel.ending.sterm.status || fail rel.ending.sterm.status "status $rc: $(head -3 "$d/err")"
+has_keep rel.ending.sterm.profile "$(ls "$d"/s*.pb.gz 2>/dev/null | head -1)"
+
+# --- _exit and _Exit in forked children: one profile each; vfork: none.
+d=$TMPD/fork; mkdir -p "$d"
+env HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$P" fork >/dev/null 2>"$d/err"
+n=$(ls "$d" | grep -c 'pb.gz$')
+[ "$n" -eq 3 ] && pass rel.ending.fork_exit || fail rel.ending.fork_exit "$n profiles, expected 3: $(ls "$d" | tr '\n' ' ')"
+d=$TMPD/vfork; mkdir -p "$d"
+env HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$P" vfork >/dev/null 2>"$d/err"
+rc=$?
+n=$(ls "$d" | grep -c 'pb.gz$')
+[ $rc -eq 0 ] && [ "$n" -eq 1 ] && pass rel.ending.vfork ||
+	fail rel.ending.vfork "status $rc, $n profiles (expected 1): $(head -3 "$d/err")"
+
+# --- Python's multiprocessing pool (fork): each worker leaves through
+# os._exit; each gives a profile.
+# The interpreter itself, not a wrapper (a pyenv shim is a shell script).
+PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
+if [ -x "$PY" ]; then
+	d=$TMPD/pool; mkdir -p "$d"
+	timeout 120 env HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$PY" -c '
+import multiprocessing as mp
+def work(n):
+    return len(bytearray(n * 100000))
+if __name__ == "__main__":
+    ctx = mp.get_context("fork")
+    with ctx.Pool(3) as p:
+        print(sum(p.map(work, range(30))))
+        p.close()
+        p.join()
+' >"$d/out" 2>"$d/err"
+	rc=$?
+	n=$(ls "$d" | grep -c 'pb.gz$')
+	[ $rc -eq 0 ] && [ "$n" -eq 4 ] && pass rel.ending.pool ||
+		fail rel.ending.pool "status $rc, $n profiles (expected 4: parent and 3 workers): $(head -3 "$d/err")"
+	parses rel.ending.pool.parse "$d"/*.pb.gz
+else
+	skip rel.ending.pool "no python3"
+fi
+
+# --- A program that closes stderr: the warning (here: the profile cannot
+# be written) reaches the stderr it started with, never the file that got
+# fd 2 afterwards; with a pipe as stderr it is lost, not misplaced.
+d=$TMPD/closeerr; mkdir -p "$d"
+env HEAPPROF_OUT="$d/none/p.pb.gz" LD_PRELOAD="$LIB" "$P" closeerr "$d/own" 2>"$d/err"
+rc=$?
+if [ $rc -eq 0 ] && [ "$(cat "$d/own")" = mine ] && grep -q "cannot write profile" "$d/err"; then
+	pass rel.ending.closeerr.file
+else
+	fail rel.ending.closeerr.file "status $rc; own: $(head -c 200 "$d/own" | tr '\n' ' '); err: $(head -c 200 "$d/err")"
+fi
+env HEAPPROF_OUT="$d/none/p.pb.gz" LD_PRELOAD="$LIB" "$P" closeerr "$d/own2" 2>&1 | cat >"$d/pipe"
+if [ "$(cat "$d/own2")" = mine ]; then
+	pass rel.ending.closeerr.pipe
+else
+	fail rel.ending.closeerr.pipe "own: $(head -c 200 "$d/own2" | tr '\n' ' ')"
+fi
+# coreutils close stdout and stderr at exit, before the exit profile.
+if command -v ls >/dev/null 2>&1; then
+	env HEAPPROF_OUT="$d/none/p.pb.gz" LD_PRELOAD="$LIB" ls / >/dev/null 2>"$d/ls.err"
+	grep -q "cannot write profile" "$d/ls.err" && pass rel.ending.closeerr.ls ||
+		fail rel.ending.closeerr.ls "no warning: $(head -c 200 "$d/ls.err")"
+fi
+
+# --- Several files from a template without %n (signal dumps, periodic
+# dumps): numbered, none overwritten.
+d=$TMPD/seq; mkdir -p "$d"
+env HEAPPROF_SIGNAL=USR2 HEAPPROF_OUT="$d/s.pb.gz" LD_PRELOAD="$LIB" "$P" wait >"$d/out" 2>"$d/err" &
+pid=$!
+wait_ready "$d/out"
+for k in 1 2; do
+	kill -USR2 $pid
+	_i=0
+	while [ $_i -lt 300 ] && [ "$(ls "$d" | grep -c 'pb.gz$')" -lt $k ]; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+done
+kill -TERM $pid
+wait $pid
+n=$(ls "$d" | grep -c '^s\.[0-9]*\.pb\.gz$')
+[ "$n" -eq 3 ] && pass rel.ending.seq.signal ||
+	fail rel.ending.seq.signal "$n numbered files, expected 3 (2 signals, the end): $(ls "$d" | tr '\n' ' ')"
+d=$TMPD/seqrun; mkdir -p "$d"
+timeout -s TERM 4 "$HEAPPROF" run -i 1 -o "$d/i.pb.gz" "$P" churn >/dev/null 2>"$d/err"
+n=$(ls "$d" | grep -c '^i\.[0-9]*\.pb\.gz$')
+if [ "$n" -ge 2 ] && grep -q "wrote $n profiles in $d/" "$d/err"; then
+	pass rel.ending.seq.run
+else
+	fail rel.ending.seq.run "$n numbered files: $(ls "$d" | tr '\n' ' '); $(head -c 300 "$d/err")"
+fi
+exit $FAILED
