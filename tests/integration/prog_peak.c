@@ -1,0 +1,67 @@
+/* prog_peak: a batch job for the peak profile. keep_results() keeps
+ * KEEP_MB MiB for good; build_index() builds an index of INDEX_MB MiB
+ * (nodes of 200..2000 bytes in a linked list), which free_index() frees.
+ * At exit ~KEEP_MB is in use; the peak had ~INDEX_MB at build_index.
+ * Usage: prog_peak [INDEX_MB [KEEP_MB]] (defaults 300, 20). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct node {
+	struct node *next;
+	char payload[];
+};
+
+static char **kept;
+static size_t nkept;
+
+static void
+keep_results(size_t mb)
+{
+	nkept = mb * 4; /* 256 KiB blocks: sampled (nearly) always */
+	kept = calloc(nkept, sizeof(*kept));
+	for (size_t i = 0; i < nkept; i++) {
+		kept[i] = malloc(262144);
+		memset(kept[i], 1, 262144);
+	}
+}
+
+static struct node *
+build_index(size_t mb)
+{
+	size_t want = mb << 20, have = 0;
+	unsigned x = 12345;
+	struct node *head = NULL;
+	while (have < want) {
+		x = x * 1103515245u + 12345u;
+		size_t sz = 200 + (x >> 8) % 1800;
+		struct node *n = malloc(sizeof(*n) + sz);
+		memset(n->payload, 2, sz);
+		n->next = head;
+		head = n;
+		have += sz + sizeof(*n);
+	}
+	return head;
+}
+
+static void
+free_index(struct node *n)
+{
+	while (n) {
+		struct node *next = n->next;
+		free(n);
+		n = next;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	size_t index_mb = argc > 1 ? strtoul(argv[1], NULL, 10) : 300;
+	size_t keep_mb = argc > 2 ? strtoul(argv[2], NULL, 10) : 20;
+	keep_results(keep_mb);
+	struct node *idx = build_index(index_mb);
+	free_index(idx);
+	printf("done %zu\n", nkept);
+	return 0;
+}
