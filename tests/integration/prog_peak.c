@@ -2,7 +2,11 @@
  * KEEP_MB MiB for good; build_index() builds an index of INDEX_MB MiB
  * (nodes of 200..2000 bytes in a linked list), which free_index() frees.
  * At exit ~KEEP_MB is in use; the peak had ~INDEX_MB at build_index.
- * Usage: prog_peak [INDEX_MB [KEEP_MB]] (defaults 300, 20). */
+ * Usage: prog_peak [INDEX_MB [KEEP_MB [AFTER]]] (defaults 300, 20); AFTER
+ * the index is freed: "reset" calls heapprof_peak_reset() (found with
+ * dlsym: the profiler is preloaded), "signal" raises SIGUSR2. */
+#include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +66,18 @@ main(int argc, char **argv)
 	keep_results(keep_mb);
 	struct node *idx = build_index(index_mb);
 	free_index(idx);
+	const char *after = argc > 3 ? argv[3] : "";
+	if (!strcmp(after, "reset")) {
+		void (*reset)(void) = (void (*)(void))dlsym(RTLD_DEFAULT,
+		                                            "heapprof_peak_reset");
+		if (!reset) {
+			printf("no heapprof_peak_reset\n");
+			return 1;
+		}
+		reset();
+	} else if (!strcmp(after, "signal")) {
+		raise(SIGUSR2);
+	}
 	printf("done %zu\n", nkept);
 	return 0;
 }
