@@ -73,6 +73,21 @@ within peak.go.inuse "$(to_bytes "$(flat_of keep_results <"$TMPD/go.inuse")")" $
 	go tool pprof -raw "$TMPD/c.heap" >/dev/null 2>&1 && pass peak.convert_reads ||
 	fail peak.convert_reads "$(cat "$TMPD/c.err")"
 
+# --- exact at rate 1: the peak is the moment of the highest total
+for v in "" more; do
+	"$HEAPPROF" run -r 1 -o "$TMPD/x$v.pb.gz" -- "$PROG/prog_peakx" $v >"$TMPD/x$v.out" 2>/dev/null
+	$PEAKSUM "$TMPD/x$v.pb.gz" >"$TMPD/x$v.sum" 2>&1
+	got=$(for s in site_a site_b site_c; do
+		n=$(awk -v s=$s '$1 == "leaf" && $2 == s && $3 == "peak_space" { print $4 }' "$TMPD/x$v.sum")
+		printf '%s %s ' $s "${n:-0}"
+	done)
+	if [ "$got" = "$(cat "$TMPD/x$v.out") " ]; then
+		pass "peak.exact${v:+.$v}"
+	else
+		fail "peak.exact${v:+.$v}" "got '$got' expected '$(cat "$TMPD/x$v.out")'"
+	fi
+done
+
 # --- reset: heapprof_peak_reset() after the index is freed
 "$HEAPPROF" run -r 64k -o "$TMPD/reset.pb.gz" -- "$PROG/prog_peak" 40 4 reset \
 	>"$TMPD/reset.out" 2>&1
