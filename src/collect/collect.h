@@ -288,10 +288,12 @@ typedef struct hp_bucket {
 	_Atomic int64_t alloc_objects, alloc_bytes, free_objects, free_bytes;
 	uint32_t id;    /* 0, 1, 2, ... in order of creation */
 	uint32_t depth;
-	/* peak.c's, under its lock: live sampled objects, and how many were
-	 * live at the peak of epoch peak_epoch. */
+	/* peak.c's, under its lock: live sampled objects, how many were
+	 * live at the peak of epoch peak_epoch, and the unsampled bytes of
+	 * one object plus one (0: not computed yet). */
 	int64_t live, peak_objects;
 	uint64_t peak_epoch;
+	int64_t weight1;
 	uint64_t stack[];
 } hp_bucket;
 

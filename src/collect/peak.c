@@ -21,7 +21,8 @@
  * buckets' counts change together.
  *
  * The spinlock (`lock`) protects total, high, epoch, growth_next,
- * limit_done and every bucket's live / peak_objects / peak_epoch. It is
+ * limit_done and every bucket's live / peak_objects / peak_epoch /
+ * weight1. It is
  * held for a few dozen instructions, never across a call that could
  * allocate or block. A sampled allocation holds it while its thread is
  * busy, so a signal handler on that thread allocates privately and never
@@ -73,13 +74,17 @@ give(void)
 	atomic_store_explicit(&lock, 0, memory_order_release);
 }
 
-/* The unsampled bytes one live object of b stands for. */
+/* The unsampled bytes one live object of b stands for, computed once
+ * (under the lock). */
 static int64_t
-weight(const hp_bucket *b)
+weight(hp_bucket *b)
 {
-	int64_t c, s;
-	heapprof_scale_heap_sample(1, (int64_t)b->size, b->rate, &c, &s);
-	return s;
+	if (HP_UNLIKELY(!b->weight1)) {
+		int64_t c, s;
+		heapprof_scale_heap_sample(1, (int64_t)b->size, b->rate, &c, &s);
+		b->weight1 = s + 1;
+	}
+	return b->weight1 - 1;
 }
 
 /* Before b's count changes: keep what it had at the last peak. */
@@ -95,9 +100,9 @@ sync_bucket(hp_bucket *b)
 void
 heapprof__peak_alloc(hp_bucket *b)
 {
-	int64_t w = weight(b);
 	int request = 0;
 	take();
+	int64_t w = weight(b);
 	sync_bucket(b);
 	b->live++;
 	total += w;
@@ -125,8 +130,8 @@ heapprof__peak_free(hp_bucket *b)
 		atomic_fetch_add_explicit(&missed, 1, memory_order_relaxed);
 		return;
 	}
-	int64_t w = weight(b);
 	take();
+	int64_t w = weight(b);
 	sync_bucket(b);
 	if (b->live > 0) {
 		b->live--;
