@@ -192,3 +192,34 @@ if command -v curl >/dev/null; then
 else
 	skip peak.http_opt_in "curl not installed"
 fi
+
+# --- memory limit of a cgroup the test creates (v2 memory.max, else v1
+# memory.limit_in_bytes): 300 MiB, a file at 0.6 of it, before the OOM
+# killer's SIGKILL (the program touches all it allocates).
+CG=""
+if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers &&
+	mkdir "/sys/fs/cgroup/heapprof_peak_$$" 2>/dev/null; then
+	CG=/sys/fs/cgroup/heapprof_peak_$$
+	echo $((300 * MB)) >"$CG/memory.max" 2>/dev/null || { rmdir "$CG"; CG=""; }
+	echo 0 >"$CG/memory.swap.max" 2>/dev/null
+elif [ -d /sys/fs/cgroup/memory ] && mkdir "/sys/fs/cgroup/memory/heapprof_peak_$$" 2>/dev/null; then
+	CG=/sys/fs/cgroup/memory/heapprof_peak_$$
+	echo $((300 * MB)) >"$CG/memory.limit_in_bytes" 2>/dev/null || { rmdir "$CG"; CG=""; }
+	echo $((300 * MB)) >"$CG/memory.memsw.limit_in_bytes" 2>/dev/null
+fi
+if [ -z "$CG" ]; then
+	skip limit.cgroup "no writable cgroup memory controller"
+else
+	sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run --dump-limit 0.6 --no-exit-dump \
+		-o "$3/cg.%n.pb.gz" -- "$4/prog_grow" limit' sh "$CG" "$HEAPPROF" "$TMPD" "$PROG" \
+		>"$TMPD/cg.out" 2>"$TMPD/cg.err"
+	rc=$?
+	rmdir "$CG" 2>/dev/null
+	v=$($PEAKSUM "$TMPD/cg.0.pb.gz" 2>/dev/null | awk '$1 == "total" && $2 == "inuse_space" { print $3 }')
+	# 0.6 of 300 MiB = 180 MiB; the estimate crosses it on one 8 MiB block
+	if [ $rc -ne 0 ] && [ -n "$v" ] && [ "$v" -ge $((180 * MB)) ] && [ "$v" -le $((190 * MB)) ]; then
+		pass limit.cgroup
+	else
+		fail limit.cgroup "rc $rc in use '$v' files: $(ls "$TMPD" | grep cg) $(head -3 "$TMPD/cg.err")"
+	fi
+fi
