@@ -41,7 +41,7 @@ usage(FILE *f)
 	        "      --dump-growth BYTES  also write one each time the in-use estimate\n"
 	        "                        passes its high-water mark by BYTES (e.g. 64m)\n"
 	        "      --dump-limit FRAC also write one when it reaches FRAC (0..1] of\n"
-	        "                        the memory limit (cgroup v2 memory.max, ulimit -v)\n"
+	        "                        the memory limit (cgroup, ulimit -v)\n"
 	        "      --text            legacy text format instead of pprof\n"
 	        "      --unwind MODE     dwarf (default: call-frame information),\n"
 	        "                        fp (frame pointers) or libunwind (opt-in)\n"

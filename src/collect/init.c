@@ -23,7 +23,8 @@
  *                      high-water mark by this many bytes (gperftools'
  *                      HEAP_PROFILE_INUSE_INTERVAL)
  *   HEAPPROF_DUMP_LIMIT  one file when it reaches this fraction (0..1] of
- *                      the memory limit (cgroup v2 memory.max, RLIMIT_AS)
+ *                      the memory limit (cgroup memory.max or
+ *                      memory.limit_in_bytes, RLIMIT_AS)
  *   HEAPPROF_CHILDREN  0: profile only the process `heapprof run` started
  *                      (HEAPPROF_MAINPID; what it execs stays profiled)
  *   HEAPPROFILE        gperftools' prefix: files prefix.PID.NNNN.heap (text)

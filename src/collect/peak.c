@@ -343,7 +343,8 @@ heapprof__peak_init(void)
 		int64_t lim = heapprof__peak_mem_limit();
 		if (lim == INT64_MAX) {
 			heapprof__warn("HEAPPROF_DUMP_LIMIT: no memory limit found "
-			               "(cgroup v2 memory.max, RLIMIT_AS): no limit "
+			               "(cgroup memory.max or memory.limit_in_bytes, "
+			               "RLIMIT_AS): no limit "
 			               "dump");
 			heapprof__cfg.dump_limit = 0;
 		} else {
