@@ -318,8 +318,6 @@ void heapprof__peak_free(hp_bucket *b);
 /* objs[id] = the sampled objects bucket id had in use at the peak, for
  * ids < n; with reset, the peak restarts from the in-use total now. */
 void heapprof__peak_read(int64_t *objs, uint32_t n, int reset);
-/* The in-use and peak estimates (bytes), and frees left out of them. */
-void heapprof__peak_totals(int64_t *inuse, int64_t *peak, uint64_t *lost);
 /* The process's memory limit: the smallest of the cgroup limits (v2
  * memory.max, v1 memory.limit_in_bytes; its
  * group and ancestors) and RLIMIT_AS; INT64_MAX if none. */

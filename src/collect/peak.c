@@ -28,8 +28,8 @@
  * busy, so a signal handler on that thread allocates privately and never
  * comes here; a handler that frees a sampled object while its thread holds
  * the lock (self_held) cannot wait for itself: that free is left out of
- * the peak bookkeeping (counted in `missed`; free() is not
- * async-signal-safe anyway). A fork child whose parent had another thread
+ * the peak bookkeeping, with one warning (free() is not async-signal-safe
+ * anyway). A fork child whose parent had another thread
  * inside gets the lock free again (that thread does not exist there).
  */
 #include <fcntl.h>
@@ -52,7 +52,6 @@ static int64_t growth_next = INT64_MAX; /* next growth dump at (lock) */
 static int limit_done;      /* the limit dump was requested (lock) */
 static int64_t growth;      /* --dump-growth bytes, 0 none (init) */
 static int64_t limit_at = INT64_MAX; /* --dump-limit threshold (init) */
-static _Atomic uint64_t missed; /* frees left out (see the top) */
 
 static void
 take(void)
@@ -127,7 +126,9 @@ void
 heapprof__peak_free(hp_bucket *b)
 {
 	if (self_held) {
-		atomic_fetch_add_explicit(&missed, 1, memory_order_relaxed);
+		heapprof__warn("free() of a sampled object in a signal handler "
+		               "that interrupted the profiler: left out of the "
+		               "peak (peak_* may be off by that object)");
 		return;
 	}
 	take();
@@ -155,16 +156,6 @@ heapprof__peak_read(int64_t *objs, uint32_t n, int reset)
 		epoch++;
 	}
 	give();
-}
-
-void
-heapprof__peak_totals(int64_t *inuse, int64_t *peak, uint64_t *lost)
-{
-	take();
-	*inuse = total;
-	*peak = high;
-	give();
-	*lost = atomic_load_explicit(&missed, memory_order_relaxed);
 }
 
 void

@@ -5,6 +5,10 @@ function, read through the oracle (`go tool pprof -raw -symbolize=none`).
   peaksum.py PROFILE       prints "types T1 T2 ...", then "total TYPE N" for
                            each type and "leaf FUNCTION TYPE N" for each
                            leaf function with a nonzero value
+  peaksum.py --invariants PROFILE
+                           prints "BAD ..." for each sample whose peak is
+                           negative or above its allocations, and if the
+                           peak total is below the in-use total; else "OK"
 """
 import os
 import re
@@ -13,6 +17,9 @@ import sys
 
 
 def main():
+    inv = sys.argv[1] == "--invariants"
+    if inv:
+        del sys.argv[1]
     env = dict(os.environ)
     env.setdefault("GOCACHE", "/tmp/heapprof-gocache")
     out = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none",
@@ -38,6 +45,23 @@ def main():
         m = re.match(r"^\s*(\d+): 0x[0-9a-f]+ M=\d+ (\S+)", line)
         if m:
             names[int(m.group(1))] = m.group(2)
+    if inv:
+        k = {t: i for i, t in enumerate(types)}
+        bad = 0
+        for vals, loc in samples:
+            po, ps = vals[k["peak_objects"]], vals[k["peak_space"]]
+            if po < 0 or ps < 0 or po > vals[k["alloc_objects"]] or \
+                    ps > vals[k["alloc_space"]]:
+                print("BAD sample at location %d: %s" % (loc, vals))
+                bad += 1
+        ti = sum(v[k["inuse_space"]] for v, _ in samples)
+        tp = sum(v[k["peak_space"]] for v, _ in samples)
+        if tp < ti:
+            print("BAD peak total %d < in-use total %d" % (tp, ti))
+            bad += 1
+        if not bad:
+            print("OK %d samples, in use %d, peak %d" % (len(samples), ti, tp))
+        return
     print("types " + " ".join(types))
     tot = [0] * len(types)
     leaf = {}
