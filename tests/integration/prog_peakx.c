@@ -30,6 +30,7 @@ int
 main(int argc, char **argv)
 {
 	void *a[10], *b[5], *c[23];
+	setvbuf(stdout, NULL, _IONBF, 0); /* no stdio buffer in the totals */
 	for (int i = 0; i < 10; i++)
 		a[i] = site_a();
 	for (int i = 0; i < 5; i++)
