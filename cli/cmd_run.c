@@ -39,6 +39,10 @@ usage(FILE *f)
 	        "  -i, --interval SECS   also write a profile every SECS seconds\n"
 	        "  -s, --signal SIG      also write a profile when SIG arrives (e.g. USR2;\n"
 	        "                        TERM or INT: the profile, then the program ends)\n"
+	        "      --dump-growth BYTES  also write one each time the in-use estimate\n"
+	        "                        passes its high-water mark by BYTES (e.g. 64m)\n"
+	        "      --dump-limit FRAC also write one when it reaches FRAC (0..1] of\n"
+	        "                        the memory limit (cgroup, ulimit -v)\n"
 	        "      --text            legacy text format instead of pprof\n"
 	        "      --unwind MODE     dwarf (default: call-frame information),\n"
 	        "                        fp (frame pointers) or libunwind (opt-in)\n"
@@ -168,6 +172,8 @@ cli_run(int argc, char **argv)
 		{"symbolize", required_argument, NULL, 'S'},
 		{"only", required_argument, NULL, 'O'},
 		{"no-children", no_argument, NULL, 'C'},
+		{"dump-growth", required_argument, NULL, 'G'},
+		{"dump-limit", required_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -301,6 +307,27 @@ cli_run(int argc, char **argv)
 			if (setenv_checked("HEAPPROF_CHILDREN", "0"))
 				return 2;
 			break;
+		case 'G':
+			if (heapprof__parse_size(optarg, &v) != 0 || v == 0) {
+				cli_err("run: --dump-growth '%s': expected a byte "
+				        "count such as 64m", optarg);
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_DUMP_GROWTH", optarg))
+				return 2;
+			break;
+		case 'L': {
+			char *end;
+			double fr = strtod(optarg, &end);
+			if (end == optarg || *end || !(fr > 0 && fr <= 1)) {
+				cli_err("run: --dump-limit '%s': expected a fraction "
+				        "in (0, 1] such as 0.9", optarg);
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_DUMP_LIMIT", optarg))
+				return 2;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;

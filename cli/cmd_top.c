@@ -476,6 +476,8 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 	long vi = cli_pick_sample_index(d, "top", sample_index);
 	if (vi < 0)
 		return 2;
+	if (!sample_index)
+		cli_note_empty_inuse(d, "top", path, vi);
 	int64_t total = 0;
 	if ((rc = build_nodes(t)) || (rc = merge_samples(t, (size_t)vi)) ||
 	    (rc = accumulate(t, &total))) {

@@ -317,11 +317,15 @@ cli_pick_nonempty_index(pprof_dec *d, const char *cmd, const char *path,
 	const char *type = heapprof__pprof_string(d, d->types[vi].type, &tn);
 	long alt = -1;
 	if (!want) {
-		/* inuse_X empty (nothing in use at exit): alloc_X, else the
-		 * first type with values. */
-		if (tn > 6 && !memcmp(type, "inuse_", 6)) {
+		/* inuse_X empty (nothing in use at exit): peak_X (what was
+		 * in use at the peak), else alloc_X, else the first type
+		 * with values. */
+		static const char *const pre[] = {"peak_", "alloc_"};
+		for (size_t k = 0; k < 2 && tn > 6 && !memcmp(type, "inuse_", 6);
+		     k++) {
 			char a[128];
-			snprintf(a, sizeof(a), "alloc_%.*s", (int)(tn - 6), type + 6);
+			snprintf(a, sizeof(a), "%s%.*s", pre[k], (int)(tn - 6),
+			         type + 6);
 			for (size_t i = 0; i < d->ntypes && alt < 0; i++)
 				if (heapprof__pprof_string_eq(d, d->types[i].type, a) &&
 				    type_has_values(d, i))
@@ -348,6 +352,32 @@ cli_pick_nonempty_index(pprof_dec *d, const char *cmd, const char *path,
 	cli_err("%s: %s: the profile is empty (every value of every sample "
 	        "is 0)", cmd, path);
 	return -2;
+}
+
+int
+cli_note_empty_inuse(pprof_dec *d, const char *cmd, const char *path, long vi)
+{
+	size_t tn;
+	const char *type = heapprof__pprof_string(d, d->types[vi].type, &tn);
+	if (tn <= 6 || memcmp(type, "inuse_", 6) || type_has_values(d, (size_t)vi))
+		return 0;
+	char peak[128];
+	snprintf(peak, sizeof(peak), "peak_%.*s", (int)(tn - 6), type + 6);
+	int has_peak = 0;
+	for (size_t i = 0; i < d->ntypes; i++)
+		if (heapprof__pprof_string_eq(d, d->types[i].type, peak))
+			has_peak = 1;
+	if (has_peak)
+		cli_err("%s: %s: nothing in use when the profile was written "
+		        "(%.*s is 0); --sample-index %s shows what was in use "
+		        "at the peak, alloc_%.*s all that was allocated", cmd,
+		        path, (int)tn, type, peak, (int)(tn - 6), type + 6);
+	else
+		cli_err("%s: %s: nothing in use when the profile was written "
+		        "(%.*s is 0); --sample-index alloc_%.*s shows all that "
+		        "was allocated", cmd, path, (int)tn, type, (int)(tn - 6),
+		        type + 6);
+	return 1;
 }
 
 /* The first bytes of the input, inflated if gzip'd: for the text check. */

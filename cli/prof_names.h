@@ -62,9 +62,14 @@ cli_names_loc(const cli_names *nm, uint32_t li, uint32_t *count)
 long cli_pick_sample_index(const pprof_dec *d, const char *cmd,
                            const char *want);
 
+/* If type vi is an inuse_ type that is 0 in every sample: says so on
+ * stderr, naming peak_ (if the profile has it) and alloc_; returns 1. */
+int cli_note_empty_inuse(pprof_dec *d, const char *cmd, const char *path,
+                         long vi);
+
 /* cli_pick_sample_index, for views that draw one type (collapse, flame):
  * if the type is 0 in every sample and none was asked for (inuse_space of
- * a program that freed everything), the matching alloc_ type, else the
+ * a program that freed everything), the matching peak_ type, else alloc_, else the
  * first type with values, with a note on stderr. -1: bad choice (printed),
  * -2: nothing to show (printed: "the profile is empty"). */
 long cli_pick_nonempty_index(pprof_dec *d, const char *cmd, const char *path,

@@ -100,6 +100,13 @@ HEAPPROF_API int heapprof_dump_profile(heapprof_write_fn *write, void *arg,
  *  @return : 0, or a negative error code. */
 HEAPPROF_API int heapprof_dump_file(const char *path);
 
+/*! heapprof_peak_reset() :
+ *  Restarts the peak (the peak_objects / peak_space sample types of every
+ *  profile written in-process): from now on it is the highest in-use
+ *  total reached after this call, starting with the in-use state now. In
+ *  HEAPPROF_MODE=delta each periodic file also restarts it. */
+HEAPPROF_API void heapprof_peak_reset(void);
+
 /*! heapprof_set_sample_rate() :
  *  Mean bytes between samples (1: every allocation; 0: stop sampling). Takes
  *  effect in each thread at its next sample. @return : 0 or -EINVAL. */
@@ -180,11 +187,24 @@ typedef struct heapprof_heap_profile {
 	 * has_inline_frames when every frame had a file and line). */
 	heapprof_symbolize_frames_fn *symbolize_frames;
 	void *symbolize_frames_arg;
+	/* Read only with HEAPPROF_ENCODE_PEAK: one per record, what it had in
+	 * use (sampled objects and bytes) when the in-use total peaked. */
+	const struct heapprof_peak *peaks;
 } heapprof_heap_profile;
+
+/* What one record had in use at the peak, sampled counts as in
+ * heapprof_record (unsampled by the encoder with the record's rate). */
+typedef struct heapprof_peak {
+	int64_t objects;
+	int64_t bytes;
+} heapprof_peak;
 
 #define HEAPPROF_ENCODE_GZIP 1u       /* gzip the output (pprof's default form) */
 #define HEAPPROF_ENCODE_INUSE_ONLY 2u /* write alloc_* as 0 (an in-use profile) */
 #define HEAPPROF_ENCODE_DROP_ZERO 4u  /* omit samples whose values are all 0 */
+/* Also write peak_objects and peak_space (after Go's four types, from
+ * p->peaks), and default_sample_type inuse_space unless one is given. */
+#define HEAPPROF_ENCODE_PEAK 8u
 /* Records may carry negative counts (differences of two snapshots): each
  * pair is unsampled with its own average size, as pprof scales a delta. */
 

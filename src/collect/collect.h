@@ -84,6 +84,8 @@ typedef struct hp_config {
 	int symbolize;          /* 0 none, 1 ELF symbol tables, 2 DWARF */
 	int write_empty;        /* exit profile even if nothing was sampled */
 	int fsync;              /* fsync each file before its rename */
+	int64_t dump_growth;    /* a file each time in use grows this much */
+	double dump_limit;      /* a file at this fraction of the memory limit */
 } hp_config;
 
 /* Written once by the constructor before sampling is enabled; read-only
@@ -295,6 +297,12 @@ typedef struct hp_bucket {
 	_Atomic int64_t alloc_objects, alloc_bytes, free_objects, free_bytes;
 	uint32_t id;    /* 0, 1, 2, ... in order of creation */
 	uint32_t depth;
+	/* peak.c's, under its lock: live sampled objects, how many were
+	 * live at the peak of epoch peak_epoch, and the unsampled bytes of
+	 * one object plus one (0: not computed yet). */
+	int64_t live, peak_objects;
+	uint64_t peak_epoch;
+	int64_t weight1;
 	uint64_t stack[];
 } hp_bucket;
 
@@ -308,6 +316,24 @@ uint64_t heapprof__bucket_count(void);
 void heapprof__bucket_atfork_prepare(void);
 void heapprof__bucket_atfork_release(void);
 void heapprof__bucket_atfork_child(void);
+
+/* ---------------------------------------------------------------- peak.c */
+
+/* A sampled object of bucket b was allocated / freed (called outside the
+ * fast path, the thread busy for an allocation). May request a dump
+ * (--dump-growth, --dump-limit), which is taken at the next safe point. */
+void heapprof__peak_alloc(hp_bucket *b);
+void heapprof__peak_free(hp_bucket *b);
+/* objs[id] = the sampled objects bucket id had in use at the peak, for
+ * ids < n; with reset, the peak restarts from the in-use total now. */
+void heapprof__peak_read(int64_t *objs, uint32_t n, int reset);
+/* The process's memory limit: the smallest of the cgroup limits (v2
+ * memory.max, v1 memory.limit_in_bytes; its
+ * group and ancestors) and RLIMIT_AS; INT64_MAX if none. */
+int64_t heapprof__peak_mem_limit(void);
+/* Reads the growth and limit options (once, by the constructor). */
+void heapprof__peak_init(void);
+void heapprof__peak_atfork_child(void);
 
 /* ------------------------------------------------------------ snapshot.c */
 
@@ -337,6 +363,8 @@ typedef struct hp_snap_opts {
 	hp_baseline *next_base;      /* if set: receives the counters this
 	                              * snapshot used, so consecutive windows
 	                              * neither lose nor repeat an allocation */
+	int peak;                    /* add peak_objects / peak_space */
+	int peak_reset;              /* ... and restart the peak from now */
 } hp_snap_opts;
 
 /* Reads every bucket's counters now. 0 or -ENOMEM. */

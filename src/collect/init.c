@@ -28,6 +28,12 @@
  *   HEAPPROF_ONLY      profile only processes whose program name (the
  *                      executable's or argv[0]'s base name) matches one
  *                      of these comma-separated shell patterns
+ *   HEAPPROF_DUMP_GROWTH  a file each time the in-use estimate passes its
+ *                      high-water mark by this many bytes (gperftools'
+ *                      HEAP_PROFILE_INUSE_INTERVAL)
+ *   HEAPPROF_DUMP_LIMIT  one file when it reaches this fraction (0..1] of
+ *                      the memory limit (cgroup memory.max or
+ *                      memory.limit_in_bytes, RLIMIT_AS)
  *   HEAPPROF_CHILDREN  0: profile only the process `heapprof run` started
  *                      (HEAPPROF_MAINPID; what it execs stays profiled)
  *   HEAPPROFILE        gperftools' prefix: files prefix.PID.NNNN.heap (text)
@@ -253,7 +259,7 @@ check_env_names(void)
 		"RATE", "OUT", "FORMAT", "INTERVAL", "SIGNAL", "UNWIND", "DEPTH",
 		"EXIT", "SYMBOLIZE", "MODE", "HTTP", "HTTP_ALLOW_REMOTE", "PUSH",
 		"PUSH_INTERVAL", "APP", "ONLY", "CHILDREN", "MAINPID", "LIBRARY",
-		"WRITE_EMPTY", "RUN_STATUS", "FSYNC",
+		"WRITE_EMPTY", "RUN_STATUS", "FSYNC", "DUMP_GROWTH", "DUMP_LIMIT",
 	};
 	for (int k = 0; k < hp_nenv; k++) {
 		if (strncmp(hp_env[k], "HEAPPROF_", 9) != 0)
@@ -375,6 +381,22 @@ read_env(hp_config *c)
 	}
 	if ((v = secure_getenv("HEAPPROF_APP")) && *v && strlen(v) < sizeof(c->app))
 		strcpy(c->app, v);
+	if ((v = secure_getenv("HEAPPROF_DUMP_GROWTH")) && *v) {
+		if (heapprof__parse_size(v, &n) == 0)
+			c->dump_growth = n;
+		else
+			warn_env("HEAPPROF_DUMP_GROWTH", v, "is not a byte count",
+			         "0 (no growth dumps)");
+	}
+	if ((v = secure_getenv("HEAPPROF_DUMP_LIMIT")) && *v) {
+		char *end;
+		double f = strtod(v, &end);
+		if (end != v && !*end && f > 0 && f <= 1)
+			c->dump_limit = f;
+		else
+			warn_env("HEAPPROF_DUMP_LIMIT", v, "is not a fraction in "
+			         "(0, 1]", "none (no limit dump)");
+	}
 	read_gperftools_env(c);
 	const char *dflt = c->text ? "heapprof.%p.%n.heap" : "heapprof.%p.%n.pb.gz";
 	v = secure_getenv("HEAPPROF_OUT");
@@ -551,6 +573,7 @@ atfork_child(void)
 	heapprof__bucket_atfork_child();
 	if (heapprof__ending_atfork_child)
 		heapprof__ending_atfork_child();
+	heapprof__peak_atfork_child();
 	int st = fork_pop();
 	if (heapprof__hooks())
 		heapprof__delivery.atfork_child(st == 2);
@@ -618,6 +641,8 @@ heapprof_init(void)
 		heapprof__cfg.signal = 0;
 		heapprof__cfg.http[0] = 0;
 		heapprof__cfg.push[0] = 0;
+		heapprof__cfg.dump_growth = 0;
+		heapprof__cfg.dump_limit = 0;
 	}
 
 	/* Setuid or setgid (AT_SECURE): the environment is the invoking
@@ -630,7 +655,10 @@ heapprof_init(void)
 		heapprof__cfg.signal = 0;
 		heapprof__cfg.http[0] = 0;
 		heapprof__cfg.push[0] = 0;
+		heapprof__cfg.dump_growth = 0;
+		heapprof__cfg.dump_limit = 0;
 	}
+	heapprof__peak_init();
 	if (heapprof__bucket_init() != 0) {
 		heapprof__warn("out of memory: profiling disabled");
 		hp_leave(t);

@@ -224,7 +224,7 @@ heapprof__baseline_free(hp_baseline *b)
  * count from zero). */
 static int
 collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
-                hp_baseline *next)
+                hp_baseline *next, heapprof_peak **peaks_out)
 {
 	uint64_t cap = heapprof__bucket_count();
 	heapprof_record *recs = calloc(cap + 1, sizeof(*recs));
@@ -233,6 +233,23 @@ collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
 	if (next && baseline_alloc(next, cap) != 0) {
 		free(recs);
 		return -ENOMEM;
+	}
+	/* With o->peak: each bucket's objects at the peak, by id, then
+	 * per record (peak.c). */
+	heapprof_peak *peaks = NULL;
+	int64_t *pk = NULL;
+	if (o->peak) {
+		peaks = calloc(cap + 1, sizeof(*peaks));
+		pk = calloc(cap + 1, sizeof(*pk));
+		if (!peaks || !pk) {
+			free(peaks);
+			free(pk);
+			free(recs);
+			if (next)
+				heapprof__baseline_free(next);
+			return -ENOMEM;
+		}
+		heapprof__peak_read(pk, (uint32_t)cap, o->peak_reset);
 	}
 	size_t n = 0;
 	for (hp_bucket *b = heapprof__bucket_list(); b; b = b->all_next) {
@@ -273,6 +290,10 @@ collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
 		r->depth = b->depth;
 		r->object_size = (int64_t)b->size;
 		r->rate = b->rate; /* its own, not today's: see bucket.c */
+		if (peaks) {
+			peaks[n].objects = pk[b->id];
+			peaks[n].bytes = pk[b->id] * (int64_t)b->size;
+		}
 		n++;
 	}
 	/* Oldest bucket first: a stable order across dumps. */
@@ -280,9 +301,16 @@ collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
 		heapprof_record t = recs[i];
 		recs[i] = recs[n - 1 - i];
 		recs[n - 1 - i] = t;
+		if (peaks) {
+			heapprof_peak q = peaks[i];
+			peaks[i] = peaks[n - 1 - i];
+			peaks[n - 1 - i] = q;
+		}
 	}
+	free(pk);
 	*out = recs;
 	*nout = n;
+	*peaks_out = peaks;
 	return 0;
 }
 
@@ -304,7 +332,9 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	size_t n;
 	hp_baseline next;
 	memset(&next, 0, sizeof(next));
-	HP_TRY(collect_records(o, &recs, &n, o->next_base ? &next : NULL));
+	heapprof_peak *peaks = NULL;
+	HP_TRY(collect_records(o, &recs, &n, o->next_base ? &next : NULL,
+	                       &peaks));
 	next.time_nanos = now;
 
 	heapprof_maps maps;
@@ -314,6 +344,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	int rc = collect_mappings(&maps, &mappings, &nmappings);
 	if (rc != 0) {
 		free(recs);
+		free(peaks);
 		heapprof__maps_free(&maps);
 		heapprof__baseline_free(&next);
 		return rc;
@@ -378,11 +409,16 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 		flags |= HEAPPROF_ENCODE_DROP_ZERO;
 	if (o->kind == HP_SNAP_INUSE)
 		flags |= HEAPPROF_ENCODE_INUSE_ONLY;
+	if (peaks) {
+		flags |= HEAPPROF_ENCODE_PEAK;
+		p.peaks = peaks;
+	}
 	rc = o->text ? heapprof_encode_heap_text(&p, write, arg)
 	             : heapprof_encode_heap(&p, flags, write, arg);
 	free(mappings);
 	heapprof__maps_free(&maps);
 	free(recs);
+	free(peaks);
 	if (rc == 0 && o->next_base) {
 		heapprof__baseline_free(o->next_base);
 		*o->next_base = next;

@@ -383,6 +383,19 @@ intern(enc *e, const char *s, uint32_t *id)
 	return heapprof__strtab_intern(&e->st, s, strlen(s), id);
 }
 
+/* The two peak sample types, after Go's four (tools that index 0..3 keep
+ * working). */
+static int
+peak_types(enc *e, uint32_t s_count, uint32_t s_bytes)
+{
+	uint32_t s_po, s_ps;
+	HP_TRY(intern(e, "peak_objects", &s_po));
+	HP_TRY(intern(e, "peak_space", &s_ps));
+	value_type(e, P_SAMPLE_TYPE, s_po, s_count);
+	value_type(e, P_SAMPLE_TYPE, s_ps, s_bytes);
+	return 0;
+}
+
 static int
 encode_body(enc *e)
 {
@@ -396,6 +409,8 @@ encode_body(enc *e)
 	HP_TRY(intern(e, "inuse_objects", &s_io));
 	HP_TRY(intern(e, "inuse_space", &s_is));
 	s_label = s_bytes;
+	int peak = (e->flags & HEAPPROF_ENCODE_PEAK) && p->peaks;
+	size_t nv = peak ? 6 : 4;
 
 	value_type(e, P_PERIOD_TYPE, s_space, s_bytes);
 	heapprof__pb_varint_field(&e->w, P_PERIOD, (uint64_t)p->rate);
@@ -403,10 +418,12 @@ encode_body(enc *e)
 	value_type(e, P_SAMPLE_TYPE, s_as, s_bytes);
 	value_type(e, P_SAMPLE_TYPE, s_io, s_count);
 	value_type(e, P_SAMPLE_TYPE, s_is, s_bytes);
+	if (peak)
+		HP_TRY(peak_types(e, s_count, s_bytes));
 
 	for (size_t i = 0; i < p->nrecords; i++) {
 		const heapprof_record *r = &p->records[i];
-		int64_t v[4];
+		int64_t v[6] = {0, 0, 0, 0, 0, 0};
 		/* Each record with the rate it was sampled at. */
 		int64_t rate = r->rate ? r->rate : p->rate;
 		heapprof_scale_heap_sample(r->alloc_objects, r->alloc_bytes,
@@ -414,10 +431,14 @@ encode_body(enc *e)
 		heapprof_scale_heap_sample(r->alloc_objects - r->free_objects,
 		                           r->alloc_bytes - r->free_bytes, rate,
 		                           &v[2], &v[3]);
+		if (peak)
+			heapprof_scale_heap_sample(p->peaks[i].objects,
+			                           p->peaks[i].bytes, rate, &v[4],
+			                           &v[5]);
 		if (e->flags & HEAPPROF_ENCODE_INUSE_ONLY)
 			v[0] = v[1] = 0;
 		if ((e->flags & HEAPPROF_ENCODE_DROP_ZERO) && !v[0] && !v[1] &&
-		    !v[2] && !v[3])
+		    !v[2] && !v[3] && !v[4] && !v[5])
 			continue;
 		if (r->depth > e->loc_buf_cap) {
 			size_t ncap = r->depth * 2;
@@ -434,7 +455,7 @@ encode_body(enc *e)
 			HP_TRY(location_id(e, r->stack[skip + d], &e->loc_buf[d]));
 		heapprof__pb_begin(&e->w, P_SAMPLE);
 		heapprof__pb_packed_u64(&e->w, 1, e->loc_buf, depth);
-		heapprof__pb_packed_i64(&e->w, 2, v, 4);
+		heapprof__pb_packed_i64(&e->w, 2, v, nv);
 		int64_t block = r->object_size ? r->object_size
 		                : r->alloc_objects > 0 ? r->alloc_bytes / r->alloc_objects
 		                                       : 0;
@@ -478,9 +499,12 @@ encode_body(enc *e)
 		HP_TRY(intern(e, p->comments[i], &c));
 		heapprof__pb_varint_field(&e->w, P_COMMENT, c);
 	}
-	if (p->default_sample_type && *p->default_sample_type) {
+	const char *dflt = p->default_sample_type;
+	if (peak && !(dflt && *dflt))
+		dflt = "inuse_space"; /* not the last type, peak_space */
+	if (dflt && *dflt) {
 		uint32_t d;
-		HP_TRY(intern(e, p->default_sample_type, &d));
+		HP_TRY(intern(e, dflt, &d));
 		heapprof__pb_varint_field(&e->w, P_DEFAULT_SAMPLE_TYPE, d);
 	}
 	for (uint32_t i = 0; i < e->st.n; i++) {

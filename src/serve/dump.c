@@ -267,12 +267,14 @@ write_file(const char *path, int periodic)
 	hp_snap_opts so;
 	memset(&so, 0, sizeof(so));
 	so.text = heapprof__cfg.text;
+	so.peak = 1;
 	if (periodic && heapprof__cfg.mode_delta && !so.text) {
 		/* Each file: the allocations since the previous one, and
-		 * the in-use state now. */
+		 * the in-use state now; its peak is the interval's. */
 		so.kind = HP_SNAP_DELTA_ALLOC;
 		so.base = &period_base;
 		so.next_base = &period_base;
+		so.peak_reset = 1;
 	}
 	rc = heapprof__snapshot_write_ex(fd_write, &o, &so);
 	return out_commit(&f, path, rc, o.pid);
@@ -485,6 +487,12 @@ run_due_locked(void)
 }
 
 void
+heapprof__serve_request(void)
+{
+	atomic_store(&pending, 1);
+}
+
+void
 heapprof__serve_due(void)
 {
 	hp_tls *t = &heapprof__tls;
@@ -615,7 +623,9 @@ heapprof__serve_start(void)
 	int sig = heapprof__cfg.signal;
 	if (sig == SIGTERM || sig == SIGINT)
 		sig = 0;
-	heapprof__serve_armed = heapprof__cfg.interval > 0 || sig > 0;
+	heapprof__serve_armed = heapprof__cfg.interval > 0 || sig > 0 ||
+	                        heapprof__cfg.dump_growth > 0 ||
+	                        heapprof__cfg.dump_limit > 0;
 	if (sig > 0) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
@@ -794,6 +804,7 @@ heapprof_dump(heapprof_write_fn *write_fn, void *arg, int text)
 	hp_snap_opts o;
 	memset(&o, 0, sizeof(o));
 	o.text = text;
+	o.peak = 1;
 	return api_snapshot(write_fn, arg, &o);
 }
 
@@ -808,6 +819,7 @@ heapprof_dump_profile(heapprof_write_fn *write_fn, void *arg, int kind)
 	hp_snap_opts o;
 	memset(&o, 0, sizeof(o));
 	o.kind = kind == HEAPPROF_PROFILE_INUSE ? HP_SNAP_INUSE : HP_SNAP_FULL;
+	o.peak = 1;
 	return api_snapshot(write_fn, arg, &o);
 }
 

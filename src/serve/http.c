@@ -10,6 +10,7 @@
  *   ?debug=N (N != 0)         legacy text instead of pprof
  *   ?seconds=N                a delta over the next N seconds ("heap-delta")
  *   ?gc=N                     accepted and ignored (there is no GC)
+ *   ?peak=1                   ours: also peak_objects / peak_space
  *   /debug/pprof/cmdline      the program's arguments, NUL-separated
  *
  * Everything runs on the endpoint's own thread (started only when the
@@ -68,6 +69,7 @@ typedef struct conn {
 	/* delta requests */
 	hp_baseline base;
 	int allocs;          /* /allocs rather than /heap */
+	int peak;            /* ?peak=1: the peak types too */
 	int head_only;       /* HEAD: headers without the body */
 	/* the response */
 	char *out;
@@ -242,6 +244,7 @@ static void
 serve_profile(conn *c, const http_req *r, int allocs, int64_t now_ms)
 {
 	c->allocs = allocs;
+	c->peak = !strcmp(r->peak, "1");
 	long long debug = 0;
 	if (r->debug[0] && heapprof__http_atoi(r->debug, &debug) != 0)
 		debug = 0; /* Go: strconv.Atoi error ignored */
@@ -275,6 +278,7 @@ serve_profile(conn *c, const http_req *r, int allocs, int64_t now_ms)
 	o.text = debug != 0;
 	o.kind = HP_SNAP_FULL;
 	o.default_type = allocs ? "alloc_space" : NULL;
+	o.peak = c->peak;
 	respond_profile(c, &o, allocs ? "allocs" : "heap", now_ms);
 }
 
@@ -383,6 +387,7 @@ finish_delta(conn *c, int64_t now_ms)
 	o.kind = HP_SNAP_DELTA;
 	o.base = &c->base;
 	o.default_type = c->allocs ? "alloc_space" : NULL;
+	o.peak = c->peak;
 	respond_profile(c, &o, c->allocs ? "allocs-delta" : "heap-delta", now_ms);
 	heapprof__baseline_free(&c->base);
 }

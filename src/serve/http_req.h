@@ -2,7 +2,7 @@
  * http_req.h: the HTTP/1.x request parser of the profile endpoint: pure
  * (bytes in, a parsed request out), bounded, allocation-free, fuzzable.
  * Only what the endpoint needs: method, path, and the query parameters
- * net/http/pprof reads (debug, gc, seconds), and the Host header (the
+ * net/http/pprof reads (debug, gc, seconds) and ours (peak), and the Host header (the
  * endpoint answers only requests addressed to a loopback name).
  */
 #ifndef HEAPPROF_HTTP_REQ_H
@@ -19,6 +19,7 @@ typedef struct http_req {
 	char path[HTTP_MAX_PATH];      /* percent-decoded, without the query */
 	char debug[HTTP_MAX_VALUE];    /* raw parameter values ("" if absent) */
 	char gc[HTTP_MAX_VALUE];
+	char peak[HTTP_MAX_VALUE];     /* ours: "1" adds the peak types */
 	char seconds[HTTP_MAX_VALUE];
 	int has_seconds;
 	char host[HTTP_MAX_HOST];      /* the Host header, trimmed ("" if absent) */

@@ -63,6 +63,9 @@ int heapprof__serve_snapshot_wait(heapprof_write_fn *write, void *arg,
  * signal dumps that are due; returns the milliseconds until the next one
  * may be (-1: none). */
 int heapprof__serve_thread_due(void);
+/* Asks for one template dump at the next safe point, as the dump signal
+ * does (peak.c's growth and limit triggers). Async-signal-safe. */
+void heapprof__serve_request(void);
 
 /* http.c: the /debug/pprof endpoint and its thread. */
 int heapprof__http_init(const char *spec, int allow_remote);
