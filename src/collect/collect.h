@@ -393,6 +393,7 @@ typedef struct hp_delivery {
 	                         * the busy flag set; once only */
 	void (*exit_wait)(int ms); /* waits (bounded) for another thread's exit */
 	void (*due)(void);   /* a sampled allocation, when armed */
+	void (*request)(void); /* one dump at the next safe point (peak.c) */
 	/* fork: prepare returns 1 if it took the dump lock; parent and
 	 * child get that value back */
 	int (*atfork_prepare)(void);

@@ -41,7 +41,6 @@
 #include <unistd.h>
 
 #include "collect.h"
-#include "../serve/serve.h"
 
 static _Atomic int lock;
 static __thread int self_held __attribute__((tls_model("initial-exec")));
@@ -118,8 +117,8 @@ heapprof__peak_alloc(hp_bucket *b)
 		request = 1;
 	}
 	give();
-	if (request)
-		heapprof__serve_request(); /* taken after this allocation */
+	if (request && heapprof__hooks())
+		heapprof__delivery.request(); /* taken after this allocation */
 }
 
 void

@@ -489,6 +489,9 @@ run_due_locked(void)
 void
 heapprof__serve_request(void)
 {
+	/* Not held back by the quiet time after a signal dump: growth and
+	 * limit dumps are few, and the limit's must come before the kill. */
+	atomic_store(&quiet_until, 0);
 	atomic_store(&pending, 1);
 }
 

@@ -11,6 +11,7 @@ const hp_delivery heapprof__delivery = {
 	.exit = heapprof__serve_exit,
 	.exit_wait = heapprof__serve_exit_wait,
 	.due = heapprof__serve_due,
+	.request = heapprof__serve_request,
 	.atfork_prepare = heapprof__serve_atfork_prepare,
 	.atfork_parent = heapprof__serve_atfork_parent,
 	.atfork_child = heapprof__serve_atfork_child,
