@@ -12,6 +12,8 @@
  *   HEAPPROF_UNWIND    dwarf (default), fp, or libunwind (opt-in only)
  *   HEAPPROF_DEPTH     frames per stack, 1..64 (64)
  *   HEAPPROF_EXIT      1 (default): dump at exit; 0: don't
+ *   HEAPPROF_AGE       1 (default for files): in-use samples split by
+ *                      allocation age (age_s labels); 0: not
  *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
  *                      tables; dwarf: file:line and inlined frames (libdw,
  *                      loaded at start-up: dumps may run inside malloc or a
@@ -148,6 +150,7 @@ check_env_names(void)
 		"RATE", "OUT", "FORMAT", "INTERVAL", "SIGNAL", "UNWIND", "DEPTH",
 		"EXIT", "SYMBOLIZE", "MODE", "HTTP", "HTTP_ALLOW_REMOTE", "PUSH",
 		"PUSH_INTERVAL", "APP", "ONLY", "CHILDREN", "MAINPID", "LIBRARY",
+		"AGE",
 	};
 	extern char **environ;
 	if (getauxval(AT_SECURE) || !environ)
@@ -233,6 +236,13 @@ read_env(hp_config *c)
 		else if (strcmp(v, "symtab"))
 			warn_env("HEAPPROF_SYMBOLIZE", v, "is not none, symtab or dwarf",
 			         "symtab");
+	}
+	if ((v = secure_getenv("HEAPPROF_AGE")) && *v) {
+		if (!strcmp(v, "0") || !strcmp(v, "1"))
+			c->age = v[0] == '1' ? 1 : -1;
+		else
+			warn_env("HEAPPROF_AGE", v, "is not 0 or 1",
+			         "age labels in files");
 	}
 	if ((v = secure_getenv("HEAPPROF_MODE")) && *v) {
 		if (!strcmp(v, "delta"))

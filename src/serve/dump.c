@@ -254,6 +254,7 @@ write_file(const char *path, int periodic)
 	hp_snap_opts so;
 	memset(&so, 0, sizeof(so));
 	so.text = heapprof__cfg.text;
+	so.age = heapprof__cfg.age >= 0;
 	if (periodic && heapprof__cfg.mode_delta && !so.text) {
 		/* Each file: the allocations since the previous one, and
 		 * the in-use state now. */
@@ -723,6 +724,7 @@ heapprof_dump(heapprof_write_fn *write_fn, void *arg, int text)
 	hp_snap_opts o;
 	memset(&o, 0, sizeof(o));
 	o.text = text;
+	o.age = heapprof__cfg.age >= 0;
 	return api_snapshot(write_fn, arg, &o);
 }
 
@@ -737,6 +739,7 @@ heapprof_dump_profile(heapprof_write_fn *write_fn, void *arg, int kind)
 	hp_snap_opts o;
 	memset(&o, 0, sizeof(o));
 	o.kind = kind == HEAPPROF_PROFILE_INUSE ? HP_SNAP_INUSE : HP_SNAP_FULL;
+	o.age = heapprof__cfg.age >= 0;
 	return api_snapshot(write_fn, arg, &o);
 }
 
