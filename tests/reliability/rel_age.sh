@@ -79,3 +79,30 @@ elif grep -q "no age_s labels" "$D/off.top" && "$HEAPPROF" top "$D/off.pb.gz" >/
 else
 	fail rel.age.off "$(head -3 "$D/off.top")"
 fi
+
+# The endpoint keeps Go's shape (no age labels) unless asked: ?age=1.
+if command -v curl >/dev/null; then
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	timeout -k 5 120 env HEAPPROF_EXIT=0 HEAPPROF_RATE=4096 \
+		HEAPPROF_HTTP=127.0.0.1:$port LD_PRELOAD="$LIB" "$PROG/rprog_age" 4 \
+		>/dev/null 2>"$D/http.err" &
+	hpid=$!
+	i=0
+	until curl -s -o /dev/null "http://127.0.0.1:$port/debug/pprof/" || [ $i -gt 100 ]; do
+		sleep 0.1; i=$((i + 1)); done
+	sleep 2
+	curl -s -o "$D/h0.pb.gz" "http://127.0.0.1:$port/debug/pprof/heap"
+	curl -s -o "$D/h1.pb.gz" "http://127.0.0.1:$port/debug/pprof/heap?age=1"
+	wait $hpid
+	if "$HEAPPROF" top "$D/h0.pb.gz" >/dev/null 2>&1 &&
+	   ! "$HEAPPROF" top --min-age 0 "$D/h0.pb.gz" >/dev/null 2>&1 &&
+	   "$HEAPPROF" top --min-age 1s "$D/h1.pb.gz" >"$D/h1.top" 2>&1 &&
+	   grep -q leak_session "$D/h1.top"; then
+		pass rel.age.endpoint_age_param
+	else
+		fail rel.age.endpoint_age_param "$(ls -l "$D"/h?.pb.gz) $(head -5 "$D/h1.top" "$D/http.err")"
+	fi
+else
+	skip rel.age.endpoint_age_param "curl not installed"
+fi
+exit $FAILED
