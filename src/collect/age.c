@@ -151,12 +151,61 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The bucket of a record made by snapshot.c: its stack is the bucket's. */
-static const hp_bucket *
-bucket_of(const heapprof_record *r)
+/* (stack pointer, bucket id) of every bucket, sorted by pointer: a
+ * record's bucket is the one whose stack array it points to (snapshot.c
+ * hands out b->stack). A record whose stack is not a bucket's gets no
+ * age parts. */
+typedef struct sid {
+	uintptr_t stack;
+	uint32_t id;
+} sid;
+
+static int
+cmp_sid(const void *a, const void *b)
 {
-	return (const hp_bucket *)((const char *)r->stack -
-	                           offsetof(hp_bucket, stack));
+	uintptr_t x = ((const sid *)a)->stack, y = ((const sid *)b)->stack;
+	return x < y ? -1 : x > y;
+}
+
+static int
+bucket_index(sid **out, size_t *n)
+{
+	size_t cap = (size_t)heapprof__bucket_count() + 16, k = 0;
+	sid *v = malloc(cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (hp_bucket *b = heapprof__bucket_list(); b; b = b->all_next) {
+		if (k == cap) { /* buckets made since the count */
+			sid *nv = realloc(v, 2 * cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+			cap *= 2;
+		}
+		v[k++] = (sid){(uintptr_t)b->stack, b->id};
+	}
+	qsort(v, k, sizeof(*v), cmp_sid);
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+/* The id of the bucket whose stack is r's, or UINT32_MAX. */
+static uint32_t
+record_bucket(const sid *v, size_t n, const heapprof_record *r)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid].stack < (uintptr_t)r->stack)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].stack == (uintptr_t)r->stack ? v[lo].id
+	                                                     : UINT32_MAX;
 }
 
 int
@@ -167,18 +216,23 @@ heapprof__age_split_records(const heapprof_record *recs, size_t n,
 	uint32_t now = now_ticks();
 	uint32_t nused = atomic_load_explicit(&used, memory_order_relaxed);
 	/* Bucket id -> record index + 1, for the records' buckets. */
-	uint32_t maxid = 0;
-	for (size_t i = 0; i < n; i++)
-		if (bucket_of(&recs[i])->id + 1 > maxid)
-			maxid = bucket_of(&recs[i])->id + 1;
-	uint32_t *rix = calloc(maxid + 1, sizeof(*rix));
-	out->first = calloc(n + 1, sizeof(*out->first));
-	size_t cap = 0, k = 0;
+	sid *bx = NULL;
+	size_t nbx = 0, cap = 0, k = 0;
 	uint64_t *live = NULL;
-	if (!rix || !out->first)
+	uint32_t *rix = NULL, maxid = 0;
+	out->first = calloc(n + 1, sizeof(*out->first));
+	if (!out->first || bucket_index(&bx, &nbx) != 0)
 		goto nomem;
-	for (size_t i = 0; i < n; i++)
-		rix[bucket_of(&recs[i])->id] = (uint32_t)i + 1;
+	for (size_t i = 0; i < nbx; i++)
+		if (bx[i].id + 1 > maxid)
+			maxid = bx[i].id + 1;
+	if (!(rix = calloc(maxid + 1, sizeof(*rix))))
+		goto nomem;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t id = record_bucket(bx, nbx, &recs[i]);
+		if (id != UINT32_MAX)
+			rix[id] = (uint32_t)i + 1;
+	}
 	for (uint32_t c = 0; c * CHUNK < nused && c < NCHUNK; c++) {
 		_Atomic uint64_t *w =
 			atomic_load_explicit(&chunks[c], memory_order_acquire);
@@ -228,10 +282,12 @@ heapprof__age_split_records(const heapprof_record *recs, size_t n,
 	out->nparts = np;
 	free(live);
 	free(rix);
+	free(bx);
 	return 0;
 nomem:
 	free(live);
 	free(rix);
+	free(bx);
 	heapprof__age_split_free(out);
 	return -ENOMEM;
 }
