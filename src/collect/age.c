@@ -258,7 +258,8 @@ heapprof__age_split_records(const heapprof_record *recs, size_t n,
 			            heapprof__age_class_of_ms(ms);
 		}
 	}
-	qsort(live, k, sizeof(*live), cmp_u64);
+	if (k) /* qsort(NULL, 0) is undefined (its pointer is nonnull) */
+		qsort(live, k, sizeof(*live), cmp_u64);
 	/* Runs of equal (record, class): one part each, records in order,
 	 * classes youngest first. */
 	out->parts = calloc(k ? k : 1, sizeof(*out->parts));
