@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "heapprof.h"
+#include "age_opt.h"
 #include "cli.h"
 #include "strbuf.h"
 #include "pprof_dec.h"
@@ -26,7 +27,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: heapprof top [-n N] [--sample-index TYPE] FILE\n"
+	        "usage: heapprof top [-n N] [--sample-index TYPE] [--min-age AGE] "
+	        "FILE\n"
 	        "\n"
 	        "Prints the functions of a profile.proto file (gzip'd or not)\n"
 	        "with the largest flat values, like `go tool pprof -top`: flat,\n"
@@ -44,6 +46,12 @@ usage(FILE *f)
 	        "                       subtracted, stack by stack, then merged)\n"
 	        "  --focus REGEX        only samples with a frame whose function\n"
 	        "                       name matches REGEX (POSIX extended)\n"
+	        "  --min-age AGE        only in-use samples whose objects were\n"
+	        "                       allocated at least AGE ago (600, 600s,\n"
+	        "                       10m, 1h, 1d: the age_s labels; classes\n"
+	        "                       0 1s 2s 5s 10s 30s 1m 2m 5m 10m 30m 1h\n"
+	        "                       2h 6h 12h 1d 2d 7d 30d); default type\n"
+	        "                       inuse_space\n"
 	        "  FILE                 the profile ('-': stdin)\n");
 }
 
@@ -64,6 +72,7 @@ typedef struct msample {
 	size_t key;
 	uint32_t klen;
 	int is_base; /* labelled pprof::base=true (a -diff_base sample) */
+	int young;   /* --min-age: no age_s label of at least min_age */
 	int64_t v;
 } msample;
 
@@ -71,6 +80,8 @@ typedef struct top {
 	pprof_dec d;
 	regex_t *focus; /* --focus, or NULL */
 	const char *focus_text;
+	int64_t min_age; /* --min-age in seconds, or -1 */
+	size_t aged;     /* samples with an age_s label */
 	cli_names nm;
 	node *nodes; /* one per name id of nm */
 	size_t nnodes;
@@ -259,7 +270,11 @@ merge_sample(top *t, const pprof_sample *s, size_t vi)
 		t->ms = nm;
 		t->ms_cap = nc;
 	}
+	int64_t age = -1;
+	if (cli_sample_age(&t->d, s, &age))
+		t->aged++;
 	t->ms[t->nms] = (msample){t->nkeys, (uint32_t)klen, is_base,
+	                          t->min_age >= 0 && age < t->min_age,
 	                          s->values[vi]};
 	t->slots[j] = (uint32_t)++t->nms;
 	t->nkeys += klen;
@@ -293,7 +308,7 @@ accumulate(top *t, int64_t *total)
 		all = add64(all, abs64(v));
 		if (m->is_base)
 			base = add64(base, abs64(v));
-		if (v == 0 || !focused(t, m))
+		if (v == 0 || m->young || !focused(t, m))
 			continue;
 		stamp++;
 		node *leaf = NULL;
@@ -462,6 +477,27 @@ parse_count(const char *s, long *out)
 	return 0;
 }
 
+/* --min-age needs age labels and an in-use type: else says why, and
+ * returns the exit status. */
+static int
+check_age(const top *t, const char *path, size_t vi)
+{
+	size_t n;
+	const char *type = heapprof__pprof_string(&t->d, t->d.types[vi].type, &n);
+	if (n < 6 || strncmp(type, "inuse_", 6) != 0) {
+		cli_err("top: --min-age: %.*s has no ages; they are on the "
+		        "in-use types (inuse_space, inuse_objects)", (int)n, type);
+		return 2;
+	}
+	if (t->aged == 0) {
+		cli_err("top: --min-age: %s has no age_s labels (heapprof "
+		        "writes them in its files unless HEAPPROF_AGE=0, and on "
+		        "the endpoint with ?age=1)", path);
+		return 1;
+	}
+	return 0;
+}
+
 /* Decodes, aggregates and prints. Returns the exit status. */
 static int
 run_top(top *t, const uint8_t *buf, size_t len, const char *path,
@@ -484,6 +520,8 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 		cli_err("top: %s: %s", path, heapprof_strerror(rc));
 		return 1;
 	}
+	if (t->min_age >= 0 && (rc = check_age(t, path, (size_t)vi)) != 0)
+		return rc;
 
 	/* The graph: nodes with a value, then those above the cutoff. */
 	node **g = malloc((t->nnodes ? t->nnodes : 1) * sizeof(*g));
@@ -564,8 +602,12 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 		}
 		printf("Duration: %s, Total samples = %s %s\n", a, b, ratio);
 	}
+	if (t->focus_text || t->min_age >= 0)
+		printf("Active filters:\n");
 	if (t->focus_text)
-		printf("Active filters:\n   focus=%s\n", t->focus_text);
+		printf("   focus=%s\n", t->focus_text);
+	if (t->min_age >= 0) /* what go tool pprof calls it */
+		printf("   tagfocus=age_s=%llds:\n", (long long)t->min_age);
 	int64_t shown = 0;
 	for (size_t i = 0; i < kept; i++)
 		shown = add64(shown, g[i]->flat);
@@ -645,6 +687,7 @@ cli_top(int argc, char **argv)
 	const char *path = NULL, *sample_index = NULL, *base = NULL;
 	const char *focus = NULL;
 	long max_nodes = 0;
+	int64_t min_age = -1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -685,6 +728,14 @@ cli_top(int argc, char **argv)
 				return 2;
 			}
 			focus = argv[++i];
+		} else if (!strcmp(a, "--min-age") || !strncmp(a, "--min-age=", 10)) {
+			const char *v = a[9] == '=' ? a + 10
+			                : i + 1 < argc ? argv[++i] : NULL;
+			if (cli_parse_age(v, &min_age)) {
+				cli_err("top: --min-age needs an age (600, 600s, "
+				        "10m, 1h, 1d)");
+				return 2;
+			}
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("top: unknown option '%s' (see heapprof top --help)",
 			        a);
@@ -718,6 +769,9 @@ cli_top(int argc, char **argv)
 	}
 	top t;
 	memset(&t, 0, sizeof(t));
+	t.min_age = min_age;
+	if (min_age >= 0 && !sample_index)
+		sample_index = "inuse_space";
 	regex_t re;
 	if (focus) {
 		int e = regcomp(&re, focus, REG_EXTENDED | REG_NOSUB);

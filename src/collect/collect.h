@@ -86,6 +86,9 @@ typedef struct hp_config {
 	int fsync;              /* fsync each file before its rename */
 	int64_t dump_growth;    /* a file each time in use grows this much */
 	double dump_limit;      /* a file at this fraction of the memory limit */
+	int age;                /* HEAPPROF_AGE: 0 unset (files and the API
+	                         * get age_s labels, push does not), 1 set to
+	                         * 1 (push too), -1 set to 0 (none) */
 } hp_config;
 
 /* Written once by the constructor before sampling is enabled; read-only
@@ -207,7 +210,10 @@ typedef struct hp_obj {
 	uint32_t run_class; /* log2 of the run's page count, or a slot class */
 	uint32_t shard;     /* slots: the shard whose free list it returns to;
 	                     * exact page runs: their page count */
-	uint64_t pad1[3];
+	uint32_t age_slot;  /* age.c's table slot + 1, 0: none (set by
+	                     * slowpath.c for samples; stale in others) */
+	uint32_t pad0;
+	uint64_t pad1[2];
 } hp_obj;
 #define HP_OBJ_MAGIC 0x68656170726f6621ULL /* "heaprof!" */
 #define HP_BOOT_MAGIC 0x626f6f74626f6f74ULL /* "bootboot": bootstrap block */
@@ -334,6 +340,22 @@ int64_t heapprof__peak_mem_limit(void);
 /* Reads the growth and limit options (once, by the constructor). */
 void heapprof__peak_init(void);
 void heapprof__peak_atfork_child(void);
+/* ----------------------------------------------------------------- age.c */
+
+/* The allocation time of each live sampled object, for the age_s labels:
+ * a lock-free table of (bucket id, birth) words, one per live sample,
+ * written on the sampled path only. Returns the slot + 1 to keep in the
+ * object's header, or 0 (not tracked: the sample stays unlabelled). */
+uint32_t heapprof__age_track(const hp_bucket *b);
+/* The sample in `slot` (a value from heapprof__age_track) was freed. */
+void heapprof__age_untrack(uint32_t slot);
+/* For a snapshot's records (each `stack` pointing into its bucket, as
+ * snapshot.c makes them): the live sampled objects of each record's bucket
+ * by age class now, for heapprof__encode_heap_age. 0 or -ENOMEM. */
+struct heapprof__age_split;
+int heapprof__age_split_records(const heapprof_record *recs, size_t n,
+                                struct heapprof__age_split *out);
+void heapprof__age_split_free(struct heapprof__age_split *s);
 
 /* ------------------------------------------------------------ snapshot.c */
 
@@ -365,6 +387,8 @@ typedef struct hp_snap_opts {
 	                              * neither lose nor repeat an allocation */
 	int peak;                    /* add peak_objects / peak_space */
 	int peak_reset;              /* ... and restart the peak from now */
+	int age;                     /* split in-use values by age (age_s
+	                              * labels; not for HP_SNAP_DELTA) */
 } hp_snap_opts;
 
 /* Reads every bucket's counters now. 0 or -ENOMEM. */

@@ -21,6 +21,8 @@
  *   HEAPPROF_RUN_STATUS set by `heapprof run`: a file to which a process
  *                      that wrote no exit profile (nothing sampled)
  *                      appends one byte, so the run can count them
+ *   HEAPPROF_AGE       1 (default for files): in-use samples split by
+ *                      allocation age (age_s labels); 0: not
  *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
  *                      tables; dwarf: file:line and inlined frames (libdw,
  *                      loaded at start-up: dumps may run inside malloc or a
@@ -259,7 +261,7 @@ check_env_names(void)
 		"RATE", "OUT", "FORMAT", "INTERVAL", "SIGNAL", "UNWIND", "DEPTH",
 		"EXIT", "SYMBOLIZE", "MODE", "HTTP", "HTTP_ALLOW_REMOTE", "PUSH",
 		"PUSH_INTERVAL", "APP", "ONLY", "CHILDREN", "MAINPID", "LIBRARY",
-		"WRITE_EMPTY", "RUN_STATUS", "FSYNC", "DUMP_GROWTH", "DUMP_LIMIT",
+		"WRITE_EMPTY", "RUN_STATUS", "FSYNC", "DUMP_GROWTH", "DUMP_LIMIT", "AGE",
 	};
 	for (int k = 0; k < hp_nenv; k++) {
 		if (strncmp(hp_env[k], "HEAPPROF_", 9) != 0)
@@ -355,6 +357,13 @@ read_env(hp_config *c)
 		else if (strcmp(v, "symtab"))
 			warn_env("HEAPPROF_SYMBOLIZE", v, "is not none, symtab or dwarf",
 			         "symtab");
+	}
+	if ((v = secure_getenv("HEAPPROF_AGE")) && *v) {
+		if (!strcmp(v, "0") || !strcmp(v, "1"))
+			c->age = v[0] == '1' ? 1 : -1;
+		else
+			warn_env("HEAPPROF_AGE", v, "is not 0 or 1",
+			         "age labels in files");
 	}
 	if ((v = secure_getenv("HEAPPROF_MODE")) && *v) {
 		if (!strcmp(v, "delta"))

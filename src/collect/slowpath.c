@@ -73,6 +73,7 @@ sampled_alloc(hp_tls *t, int64_t rate, size_t size, size_t align, bool zero,
 			                          memory_order_relaxed);
 			heapprof__range_obj(p)->bucket = b;
 			heapprof__peak_alloc(b);
+			heapprof__range_obj(p)->age_slot = heapprof__age_track(b);
 		} else {
 			heapprof__range_free(heapprof__range_obj(p));
 			p = NULL;
@@ -132,6 +133,7 @@ heapprof__slow_free(void *p)
 	atomic_fetch_add_explicit(&b->free_bytes, (int64_t)o->size,
 	                          memory_order_relaxed);
 	heapprof__peak_free(b);
+	heapprof__age_untrack(o->age_slot);
 	heapprof__range_free(o);
 	errno = saved;
 }

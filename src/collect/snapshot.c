@@ -21,6 +21,7 @@
 #include "collect.h"
 #include "dwarf_sym.h"
 #include "elffile.h"
+#include "heap_encode.h"
 #include "maps.h"
 #include "version.h"
 
@@ -413,8 +414,15 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 		flags |= HEAPPROF_ENCODE_PEAK;
 		p.peaks = peaks;
 	}
+	/* In-use values by age (age.c), read after the counters. */
+	heapprof__age_split ages;
+	int aged = !o->text && o->age && o->kind != HP_SNAP_DELTA &&
+	           heapprof__age_split_records(recs, n, &ages) == 0;
 	rc = o->text ? heapprof_encode_heap_text(&p, write, arg)
-	             : heapprof_encode_heap(&p, flags, write, arg);
+	             : heapprof__encode_heap_age(&p, flags, aged ? &ages : NULL,
+	                                         write, arg);
+	if (aged)
+		heapprof__age_split_free(&ages);
 	free(mappings);
 	heapprof__maps_free(&maps);
 	free(recs);

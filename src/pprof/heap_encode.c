@@ -95,6 +95,10 @@ typedef struct enc {
 	 * file, start line), and per mapping what all its locations had. */
 	fntab fns;
 	uint8_t *map_flags; /* MF_* */
+	const heapprof__age_split *ages; /* NULL: no age labels */
+	uint32_t s_age, s_seconds;       /* their strings, once interned */
+	int64_t *age_vals;               /* scratch: 2 per part */
+	size_t age_vals_cap;
 } enc;
 
 /* What a mapping's locations got from the symbolizers. A mapping that got
@@ -396,6 +400,69 @@ peak_types(enc *e, uint32_t s_count, uint32_t s_bytes)
 	return 0;
 }
 
+/* One Sample: locations e->loc_buf[0 .. depth), the nv values, the
+ * "bytes" label (if block) and, for age >= 0, the age_s label. */
+static void
+write_sample(enc *e, size_t depth, const int64_t *v, size_t nv,
+             uint32_t s_label, int64_t block, int64_t age)
+{
+	heapprof__pb_begin(&e->w, P_SAMPLE);
+	heapprof__pb_packed_u64(&e->w, 1, e->loc_buf, depth);
+	heapprof__pb_packed_i64(&e->w, 2, v, nv);
+	if (block != 0) {
+		heapprof__pb_begin(&e->w, 3); /* Label{key, num} */
+		heapprof__pb_varint_field(&e->w, 1, s_label);
+		heapprof__pb_varint_field(&e->w, 3, (uint64_t)block);
+		heapprof__pb_end(&e->w);
+	}
+	if (age >= 0) {
+		heapprof__pb_begin(&e->w, 3); /* Label{key, num, num_unit} */
+		heapprof__pb_varint_field(&e->w, 1, e->s_age);
+		heapprof__pb_uint_opt(&e->w, 3, (uint64_t)age);
+		heapprof__pb_varint_field(&e->w, 4, e->s_seconds);
+		heapprof__pb_end(&e->w);
+	}
+	heapprof__pb_end(&e->w);
+}
+
+/* Record i's age parts as in-use-only samples labelled age_s; *io, *is
+ * (its unsampled in-use pair) become what is left for the record's own
+ * sample, which keeps the alloc values: nothing is counted twice. */
+static int
+age_samples(enc *e, size_t i, const heapprof_record *r, int64_t rate,
+            size_t depth, size_t nv, uint32_t s_label, int64_t block, int64_t *io,
+            int64_t *is)
+{
+	size_t a = e->ages->first[i], n = e->ages->first[i + 1] - a;
+	if (n == 0 || r->alloc_objects - r->free_objects <= 0)
+		return 0;
+	if (2 * n > e->age_vals_cap) {
+		int64_t *grown = realloc(e->age_vals, 2 * n * sizeof(*grown));
+		if (!grown)
+			return -ENOMEM;
+		e->age_vals = grown;
+		e->age_vals_cap = 2 * n;
+	}
+	const heapprof__age_part *parts = e->ages->parts + a;
+	int64_t ro, rb;
+	heapprof__age_part_values(r, rate, parts, n, e->age_vals, &ro, &rb);
+	if (*io == 0 && *is == 0)
+		return 0;
+	if (!e->s_age) {
+		HP_TRY(intern(e, "age_s", &e->s_age));
+		HP_TRY(intern(e, "seconds", &e->s_seconds));
+	}
+	for (size_t j = 0; j < n; j++) {
+		int64_t v[6] = {0, 0, e->age_vals[2 * j], e->age_vals[2 * j + 1], 0, 0};
+		if (v[2] || v[3])
+			write_sample(e, depth, v, nv, s_label, block,
+			             heapprof__age_class_floor(parts[j].cls));
+	}
+	*io = ro;
+	*is = rb;
+	return 0;
+}
+
 static int
 encode_body(enc *e)
 {
@@ -453,19 +520,16 @@ encode_body(enc *e)
 		size_t skip = alloc_frames(e, r), depth = r->depth - skip;
 		for (size_t d = 0; d < depth; d++)
 			HP_TRY(location_id(e, r->stack[skip + d], &e->loc_buf[d]));
-		heapprof__pb_begin(&e->w, P_SAMPLE);
-		heapprof__pb_packed_u64(&e->w, 1, e->loc_buf, depth);
-		heapprof__pb_packed_i64(&e->w, 2, v, nv);
 		int64_t block = r->object_size ? r->object_size
 		                : r->alloc_objects > 0 ? r->alloc_bytes / r->alloc_objects
 		                                       : 0;
-		if (block != 0) {
-			heapprof__pb_begin(&e->w, 3); /* Label{key, num} */
-			heapprof__pb_varint_field(&e->w, 1, s_label);
-			heapprof__pb_varint_field(&e->w, 3, (uint64_t)block);
-			heapprof__pb_end(&e->w);
-		}
-		heapprof__pb_end(&e->w);
+		if (e->ages)
+			HP_TRY(age_samples(e, i, r, rate, depth, nv, s_label,
+			                   block, &v[2], &v[3]));
+		if ((e->flags & HEAPPROF_ENCODE_DROP_ZERO) && !v[0] && !v[1] &&
+		    !v[2] && !v[3] && !v[4] && !v[5])
+			continue; /* all in use went to age samples */
+		write_sample(e, depth, v, nv, s_label, block, -1);
 	}
 	heapprof__pb_uint_opt(&e->w, P_TIME_NANOS, (uint64_t)p->time_nanos);
 	heapprof__pb_uint_opt(&e->w, P_DURATION_NANOS, (uint64_t)p->duration_nanos);
@@ -527,14 +591,15 @@ adapter_write(void *ctx, const uint8_t *p, size_t n)
 	return a->write(a->arg, p, n);
 }
 
-int
-heapprof__encode_heap_to(const heapprof_heap_profile *p, unsigned flags,
-                         pb_sink_fn *sink, void *sink_ctx)
+static int
+encode_to(const heapprof_heap_profile *p, unsigned flags,
+          const heapprof__age_split *ages, pb_sink_fn *sink, void *sink_ctx)
 {
 	enc e;
 	memset(&e, 0, sizeof(e));
 	e.p = p;
 	e.flags = flags;
+	e.ages = ages;
 	if (p->nmappings) {
 		e.map_order = malloc(p->nmappings * sizeof(size_t));
 		if (!e.map_order)
@@ -562,27 +627,43 @@ heapprof__encode_heap_to(const heapprof_heap_profile *p, unsigned flags,
 	free(e.map_order);
 	free(e.loc_buf);
 	free(e.map_flags);
+	free(e.age_vals);
 	heapprof__fntab_free(&e.fns);
 	return rc;
+}
+
+int
+heapprof__encode_heap_to(const heapprof_heap_profile *p, unsigned flags,
+                         pb_sink_fn *sink, void *sink_ctx)
+{
+	return encode_to(p, flags, NULL, sink, sink_ctx);
 }
 
 HP_EXPORT int
 heapprof_encode_heap(const heapprof_heap_profile *p, unsigned flags,
                      heapprof_write_fn *write, void *arg)
 {
+	return heapprof__encode_heap_age(p, flags, NULL, write, arg);
+}
+
+int
+heapprof__encode_heap_age(const heapprof_heap_profile *p, unsigned flags,
+                          const heapprof__age_split *ages,
+                          heapprof_write_fn *write, void *arg)
+{
 	if (!p || !write || (p->nrecords && !p->records) ||
 	    (p->nmappings && !p->mappings) || p->rate < 0)
 		return -EINVAL;
 	struct sink_adapter a = {write, arg};
 	if (!(flags & HEAPPROF_ENCODE_GZIP))
-		return heapprof__encode_heap_to(p, flags, adapter_write, &a);
+		return encode_to(p, flags, ages, adapter_write, &a);
 	gz_writer *g = malloc(sizeof(*g));
 	if (!g)
 		return -ENOMEM;
 	int rc = heapprof__gz_writer_init(g, 1, adapter_write, &a, NULL, NULL,
 	                                  NULL);
 	if (rc == 0) {
-		rc = heapprof__encode_heap_to(p, flags, heapprof__gz_write, g);
+		rc = encode_to(p, flags, ages, heapprof__gz_write, g);
 		if (rc == 0)
 			rc = heapprof__gz_writer_finish(g);
 		else

@@ -268,6 +268,7 @@ write_file(const char *path, int periodic)
 	memset(&so, 0, sizeof(so));
 	so.text = heapprof__cfg.text;
 	so.peak = 1;
+	so.age = heapprof__cfg.age >= 0;
 	if (periodic && heapprof__cfg.mode_delta && !so.text) {
 		/* Each file: the allocations since the previous one, and
 		 * the in-use state now; its peak is the interval's. */
@@ -808,6 +809,7 @@ heapprof_dump(heapprof_write_fn *write_fn, void *arg, int text)
 	memset(&o, 0, sizeof(o));
 	o.text = text;
 	o.peak = 1;
+	o.age = heapprof__cfg.age >= 0;
 	return api_snapshot(write_fn, arg, &o);
 }
 
@@ -823,6 +825,7 @@ heapprof_dump_profile(heapprof_write_fn *write_fn, void *arg, int kind)
 	memset(&o, 0, sizeof(o));
 	o.kind = kind == HEAPPROF_PROFILE_INUSE ? HP_SNAP_INUSE : HP_SNAP_FULL;
 	o.peak = 1;
+	o.age = heapprof__cfg.age >= 0;
 	return api_snapshot(write_fn, arg, &o);
 }
 

@@ -11,6 +11,8 @@
  *   ?seconds=N                a delta over the next N seconds ("heap-delta")
  *   ?gc=N                     accepted and ignored (there is no GC)
  *   ?peak=1                   ours: also peak_objects / peak_space
+ *   ?age=1                    in-use values split by allocation age (age_s
+ *                             labels); not with seconds=N
  *   /debug/pprof/cmdline      the program's arguments, NUL-separated
  *
  * Everything runs on the endpoint's own thread (started only when the
@@ -279,6 +281,9 @@ serve_profile(conn *c, const http_req *r, int allocs, int64_t now_ms)
 	o.kind = HP_SNAP_FULL;
 	o.default_type = allocs ? "alloc_space" : NULL;
 	o.peak = c->peak;
+	/* Go's shape (one sample per stack) unless asked: ?age=1. */
+	long long age = 0;
+	o.age = r->age[0] && heapprof__http_atoi(r->age, &age) == 0 && age != 0;
 	respond_profile(c, &o, allocs ? "allocs" : "heap", now_ms);
 }
 

@@ -66,6 +66,8 @@ query_param(http_req *r, const char *k, size_t kn, const char *v, size_t vn)
 		dst = r->gc;
 	else if (!strcmp(key, "peak"))
 		dst = r->peak;
+	else if (!strcmp(key, "age"))
+		dst = r->age;
 	else if (!strcmp(key, "seconds")) {
 		if (r->has_seconds)
 			return 0;

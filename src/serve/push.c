@@ -376,6 +376,7 @@ take_interval(int wait_ms)
 	o.kind = HP_SNAP_DELTA_ALLOC;
 	o.base = &base;
 	o.next_base = &base;
+	o.age = heapprof__cfg.age > 0; /* Go's shape unless HEAPPROF_AGE=1 */
 	int64_t from = base.time_nanos / 1000000000;
 	if (heapprof__serve_snapshot_wait(buf_add, &b, &o, wait_ms) == 0)
 		enqueue(b.p, b.len, from, base.time_nanos / 1000000000);

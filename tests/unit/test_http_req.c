@@ -24,6 +24,15 @@ TEST(parses_go_client_request)
 	CHECK_STR(r.debug, "");
 }
 
+TEST(age_param)
+{
+	http_req r;
+	REQUIRE(parse("GET /debug/pprof/heap?age=1 HTTP/1.1\r\n\r\n", &r) == HTTP_REQ_OK);
+	CHECK_STR(r.age, "1");
+	REQUIRE(parse("GET /debug/pprof/heap?gc=1 HTTP/1.1\r\n\r\n", &r) == HTTP_REQ_OK);
+	CHECK_STR(r.age, "");
+}
+
 TEST(incomplete_and_bare_lf)
 {
 	http_req r;
@@ -102,6 +111,7 @@ int
 main(void)
 {
 	RUN(parses_go_client_request);
+	RUN(age_param);
 	RUN(incomplete_and_bare_lf);
 	RUN(percent_decoding_and_first_value_wins);
 	RUN(malformed);

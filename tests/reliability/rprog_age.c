@@ -1,0 +1,70 @@
+/*
+ * rprog_age.c: a server that leaks slowly among short-lived churn, for
+ * rel_age.sh. For SECS seconds (argv[1], default 6), every 20 ms: the
+ * request handler allocates a few short-lived buffers (churn_small,
+ * churn_big: freed within about 0.2 s) and one that it leaks
+ * (leak_session: 1 KiB kept for ever). At the end the exit dump writes
+ * the profile; it prints the number of leaked blocks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RING 10
+
+static void *ring[RING][3];
+
+__attribute__((noinline)) static void *
+churn_small(void)
+{
+	return memset(malloc(4096), 1, 4096);
+}
+
+__attribute__((noinline)) static void *
+churn_big(void)
+{
+	return memset(malloc(65536), 2, 65536);
+}
+
+void *leaked[100000]; /* global: the compiler must keep the leak */
+size_t nleaked;
+
+__attribute__((noinline)) static void
+leak_session(void)
+{
+	void *p = malloc(1024);
+	memset(p, 3, 1024);
+	if (nleaked < sizeof(leaked) / sizeof(leaked[0]))
+		leaked[nleaked++] = p; /* kept: the leak */
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int
+main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 6;
+	double t0 = now_s();
+	size_t tick = 0;
+	while (now_s() - t0 < secs) {
+		size_t k = tick % RING;
+		for (int j = 0; j < 3; j++)
+			free(ring[k][j]);
+		ring[k][0] = churn_small();
+		ring[k][1] = churn_big();
+		ring[k][2] = churn_small();
+		leak_session();
+		tick++;
+		struct timespec d = {0, 20 * 1000 * 1000};
+		nanosleep(&d, NULL);
+	}
+	printf("%zu\n", nleaked);
+	return 0;
+}
