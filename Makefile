@@ -277,6 +277,7 @@ sanitize: $(foreach v,$(SAN_VARIANTS),$(B)/sanitize/$(v)/driver)
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 -include $(shell find $(B)/sanitize -name '*.d' 2>/dev/null)
+-include $(wildcard $(B)/tests/*.d)
 
 # The frame-pointer unwinder walks through the profiler's own frames; the
 # entry points (interpose.c) have none and must tail-call their slow paths.

@@ -104,4 +104,25 @@ t_read_file(const char *path, uint8_t **p, size_t *len)
 	return n >= 0 && *len == (size_t)n ? 0 : -1;
 }
 
+/* A growing in-memory output for the writers (heapprof_write_fn), kept
+ * NUL-terminated for the text ones. */
+typedef struct outbuf {
+	uint8_t *p;
+	size_t len, cap;
+} outbuf;
+
+static inline int
+out_write(void *arg, const void *p, size_t n)
+{
+	outbuf *o = arg;
+	if (o->len + n + 1 > o->cap) {
+		o->cap = (o->len + n + 1) * 2;
+		o->p = realloc(o->p, o->cap);
+	}
+	memcpy(o->p + o->len, p, n);
+	o->len += n;
+	o->p[o->len] = 0;
+	return 0;
+}
+
 #endif

@@ -295,20 +295,34 @@ rank_of(const sym *s, const char *name)
 	       (unsigned)(nl < 0xfffff ? nl : 0xfffff);
 }
 
-/* Loads the function symbols of the SYMTAB or DYNSYM section `st`. */
+/* The entry size and string table of the SYMTAB or DYNSYM section `st`,
+ * checked to lie in the file: 0, or -ENOEXEC. */
 static int
-read_symtab(heapprof_elf *e, const ehdr *h, const shdr *st)
+symtab_open(const heapprof_elf *e, const ehdr *h, const shdr *st,
+            uint64_t *entsize, const char **strs, uint64_t *strsize)
 {
 	size_t esz = e->is64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
-	uint64_t entsize = st->entsize ? st->entsize : esz;
-	if (entsize < esz || !in_file(e, st->offset, st->size) ||
+	*entsize = st->entsize ? st->entsize : esz;
+	if (*entsize < esz || !in_file(e, st->offset, st->size) ||
 	    st->link == 0 || st->link >= h->shnum)
 		return -ENOEXEC;
 	shdr str;
 	read_shdr(e, h, st->link, &str);
 	if (str.type != SHT_STRTAB || !in_file(e, str.offset, str.size))
 		return -ENOEXEC;
-	const char *strs = (const char *)e->data + str.offset;
+	*strs = (const char *)e->data + str.offset;
+	*strsize = str.size;
+	return 0;
+}
+
+/* Loads the function symbols of the SYMTAB or DYNSYM section `st`. */
+static int
+read_symtab(heapprof_elf *e, const ehdr *h, const shdr *st)
+{
+	uint64_t entsize, strsize;
+	const char *strs;
+	if (symtab_open(e, h, st, &entsize, &strs, &strsize) != 0)
+		return -ENOEXEC;
 	uint64_t n = st->size / entsize, nf = 0;
 	cand *c = NULL;
 	/* Two passes: count the function symbols, then collect them. */
@@ -318,10 +332,10 @@ read_symtab(heapprof_elf *e, const ehdr *h, const shdr *st)
 			read_sym(e, e->data + st->offset + i * entsize, &s);
 			if ((s.type != STT_FUNC && s.type != STT_GNU_IFUNC) ||
 			    s.shndx == SHN_UNDEF || s.value == 0 ||
-			    s.name == 0 || s.name >= str.size)
+			    s.name == 0 || s.name >= strsize)
 				continue;
 			const char *nm = strs + s.name;
-			if (!memchr(nm, '\0', str.size - s.name))
+			if (!memchr(nm, '\0', strsize - s.name))
 				continue;
 			if (pass == 1)
 				c[nf] = (cand){{s.value, s.size, nm},
@@ -542,16 +556,10 @@ static int64_t
 pass_symtab(const heapprof_elf *e, const ehdr *h, const shdr *st,
             const uint64_t *vaddrs, size_t n, pick *near, pick *encl)
 {
-	size_t esz = e->is64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym);
-	uint64_t entsize = st->entsize ? st->entsize : esz;
-	if (entsize < esz || !in_file(e, st->offset, st->size) ||
-	    st->link == 0 || st->link >= h->shnum)
+	uint64_t entsize, strsize;
+	const char *strs;
+	if (symtab_open(e, h, st, &entsize, &strs, &strsize) != 0)
 		return -ENOEXEC;
-	shdr str;
-	read_shdr(e, h, st->link, &str);
-	if (str.type != SHT_STRTAB || !in_file(e, str.offset, str.size))
-		return -ENOEXEC;
-	const char *strs = (const char *)e->data + str.offset;
 	uint64_t count = st->size / entsize;
 	int64_t nf = 0;
 	for (uint64_t k = 0; k < count; k++) {
@@ -559,7 +567,7 @@ pass_symtab(const heapprof_elf *e, const ehdr *h, const shdr *st,
 		read_sym(e, e->data + st->offset + k * entsize, &s);
 		if ((s.type != STT_FUNC && s.type != STT_GNU_IFUNC) ||
 		    s.shndx == SHN_UNDEF || s.value == 0 || s.name == 0 ||
-		    s.name >= str.size)
+		    s.name >= strsize)
 			continue;
 		nf++; /* before its name is checked: differs only for hostile tables */
 		size_t lo = 0, hi = n; /* first vaddr >= s.value */
@@ -576,7 +584,7 @@ pass_symtab(const heapprof_elf *e, const ehdr *h, const shdr *st,
 		                (!s.size || vaddrs[lo] - s.value >= s.size)))
 			continue;
 		const char *nm = strs + s.name;
-		if (!memchr(nm, '\0', str.size - s.name))
+		if (!memchr(nm, '\0', strsize - s.name))
 			continue;
 		pick c = {s.value, s.size, nm, rank_of(&s, nm)};
 		if (better(&c, &near[lo]))

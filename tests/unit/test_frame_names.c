@@ -10,25 +10,6 @@
 #include "pprof_dec.h"
 #include "test.h"
 
-typedef struct outbuf {
-	uint8_t *p;
-	size_t len, cap;
-} outbuf;
-
-static int
-out_write(void *arg, const void *p, size_t n)
-{
-	outbuf *o = arg;
-	if (o->len + n + 1 > o->cap) {
-		o->cap = (o->len + n + 1) * 2;
-		o->p = realloc(o->p, o->cap);
-	}
-	memcpy(o->p + o->len, p, n);
-	o->len += n;
-	o->p[o->len] = 0;
-	return 0;
-}
-
 /* Addresses 0x1000.. in mapping 1 ("/bin/prog"), 0x9000.. in mapping 2
  * ("/lib/libstdc++.so.6", named too), 0x20000 in mapping 3 (unnamed). */
 static const char *

@@ -9,24 +9,6 @@
 #include "pprof_dec.h"
 #include "test.h"
 
-typedef struct outbuf {
-	uint8_t *p;
-	size_t len, cap;
-} outbuf;
-
-static int
-out_write(void *arg, const void *p, size_t n)
-{
-	outbuf *o = arg;
-	if (o->len + n > o->cap) {
-		o->cap = (o->len + n) * 2;
-		o->p = realloc(o->p, o->cap);
-	}
-	memcpy(o->p + o->len, p, n);
-	o->len += n;
-	return 0;
-}
-
 static const uint64_t stack_a[] = {0x1000, 0x2000};
 static const uint64_t stack_b[] = {0x1100, 0x2000};
 
