@@ -61,6 +61,13 @@
 #include "parse.h"
 
 int heapprof__serve_armed; /* written once at start (collect.h) */
+/* A strong reference to the delivery half (serve/hooks.c), so that
+ * libheapprof.a linked into a program brings it along: collect.h's
+ * reference to heapprof__delivery is weak and would not. */
+extern HP_HIDDEN const int heapprof__delivery_linked;
+__attribute__((used)) static const int *const delivery_anchor =
+	&heapprof__delivery_linked;
+
 hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1,
                            .symbolize = 1};
 _Atomic int heapprof__ready;

@@ -16,3 +16,9 @@ const hp_delivery heapprof__delivery = {
 	.atfork_parent = heapprof__serve_atfork_parent,
 	.atfork_child = heapprof__serve_atfork_child,
 };
+
+/* Referenced (strongly) by init.c: the capture's reference to
+ * heapprof__delivery is weak, and a weak reference does not pull an
+ * archive member in, so without this libheapprof.a linked into a program
+ * would leave the whole delivery half out (no exit profile). */
+HP_HIDDEN const int heapprof__delivery_linked = 1;
