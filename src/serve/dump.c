@@ -46,6 +46,7 @@
 
 #define EXIT_WAIT_MS 5000   /* the exit dump waits this long for dump_lock */
 #define THREAD_WAIT_MS 10000 /* the endpoint's and push's threads, this long */
+#define QUIET_SLACK_MS 12  /* > a tick of CLOCK_MONOTONIC_COARSE */
 #define DUMP_STACK_SIZE (4u << 20) /* reserved, touched as used */
 
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -69,6 +70,13 @@ static _Atomic int64_t next_due = INT64_MAX;
  * arrive meanwhile stay pending and are coalesced into one dump. Written
  * under dump_lock. */
 static _Atomic int64_t quiet_until;
+/* Re-sends the dump signal when the quiet time of a deferred request ends,
+ * so that an idle program (no sampled allocation to take it) still gets
+ * its dump. Created at start with the signal's handler; not inherited by
+ * fork children (there is then no re-send: the next sampled allocation,
+ * API call or signal takes the request). */
+static timer_t quiet_timer;
+static _Atomic int have_quiet_timer;
 static int64_t period_ms;       /* written once at start */
 
 int
@@ -569,6 +577,19 @@ on_signal(int sig, siginfo_t *si, void *uc)
 	atomic_store(&pending, 1);
 	if (handler_may_dump())
 		heapprof__serve_due();
+	int64_t wait = atomic_load(&quiet_until) - mono_ms(CLOCK_MONOTONIC);
+	if (atomic_load(&pending) && wait > -QUIET_SLACK_MS &&
+	    atomic_load(&have_quiet_timer)) {
+		/* Deferred by the quiet time: the signal again once it has
+		 * ended, by the coarse clock too (timer_settime is
+		 * async-signal-safe). */
+		wait = (wait > 0 ? wait : 0) + QUIET_SLACK_MS;
+		struct itimerspec its;
+		memset(&its, 0, sizeof(its));
+		its.it_value.tv_sec = wait / 1000;
+		its.it_value.tv_nsec = (wait % 1000) * 1000000;
+		timer_settime(quiet_timer, 0, &its, NULL);
+	}
 	errno = saved;
 	(void)sig, (void)si, (void)uc;
 }
@@ -637,6 +658,12 @@ heapprof__serve_start(void)
 		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 		sigfillset(&sa.sa_mask);
 		sigaction(sig, &sa, &prev_action);
+		struct sigevent ev;
+		memset(&ev, 0, sizeof(ev));
+		ev.sigev_notify = SIGEV_SIGNAL;
+		ev.sigev_signo = sig;
+		if (timer_create(CLOCK_MONOTONIC, &ev, &quiet_timer) == 0)
+			atomic_store(&have_quiet_timer, 1);
 	}
 	/* Threads only for what needs one. */
 	if (heapprof__cfg.http[0]) {
@@ -741,8 +768,9 @@ heapprof__serve_atfork_parent(int locked)
 void
 heapprof__serve_atfork_child(int locked)
 {
-	/* Whoever held the lock does not exist here. */
+	/* Whoever held the lock does not exist here, nor does the timer. */
 	pthread_mutex_init(&dump_lock, NULL);
+	atomic_store(&have_quiet_timer, 0);
 	if (!locked) {
 		/* A dump was in progress: what it was updating may be half
 		 * done. Start afresh (the old state is left allocated). */
