@@ -1,6 +1,6 @@
 /*
- * dump.c: profile files from inside the process: at exit, every
- * HEAPPROF_INTERVAL seconds, when HEAPPROF_SIGNAL arrives, and through
+ * dump.c: profile files from inside the process (outfile.c writes them):
+ * at exit, every HEAPPROF_INTERVAL seconds, when HEAPPROF_SIGNAL arrives, and through
  * heapprof_dump_file() and the other dump functions of the API. A file is
  * written to an unnamed file (or PATH.tmp.PID) and renamed over PATH, so
  * readers never see a torn profile; a failed write warns once on stderr and
@@ -79,79 +79,6 @@ static timer_t quiet_timer;
 static _Atomic int have_quiet_timer;
 static int64_t period_ms;       /* written once at start */
 
-int
-heapprof__serve_path(const char *tmpl, long pid, long mainpid, uint64_t sq,
-                     char *buf, size_t cap)
-{
-	size_t n = 0;
-	int has_pid = 0;
-	char num[32];
-	for (const char *p = tmpl; *p; p++) {
-		const char *ins = NULL;
-		if (p[0] == '%' && p[1] == 'p') {
-			snprintf(num, sizeof(num), "%ld", pid);
-			ins = num, has_pid = 1, p++;
-		} else if (p[0] == '%' && p[1] == 'n') {
-			snprintf(num, sizeof(num), "%llu", (unsigned long long)sq);
-			ins = num, p++;
-		} else if (p[0] == '%' && p[1] == 'P') { /* gperftools' names */
-			snprintf(num, sizeof(num), "%05ld", pid);
-			ins = num, has_pid = 1, p++;
-		} else if (p[0] == '%' && p[1] == 'N') {
-			snprintf(num, sizeof(num), "%04llu", (unsigned long long)sq + 1);
-			ins = num, p++;
-		} else if (p[0] == '%' && p[1] == '%') {
-			ins = "%", p++;
-		}
-		size_t len = ins ? strlen(ins) : 1;
-		if (n + len + 1 > cap)
-			return -ENAMETOOLONG;
-		memcpy(buf + n, ins ? ins : p, len);
-		n += len;
-	}
-	buf[n] = 0;
-	/* Children of `heapprof run` share its template: a template without
-	 * %p gets ".PID" before the extension in every process but the one
-	 * that was run, so no process overwrites another's profile. */
-	if (!has_pid && mainpid > 0 && pid != mainpid) {
-		char *base = strrchr(buf, '/');
-		base = base ? base + 1 : buf;
-		char *dot = strchr(base, '.');
-		size_t at = dot ? (size_t)(dot - buf) : n;
-		int k = snprintf(num, sizeof(num), ".%ld", pid);
-		if (n + (size_t)k + 1 > cap)
-			return -ENAMETOOLONG;
-		memmove(buf + at + k, buf + at, n - at + 1);
-		memcpy(buf + at, num, (size_t)k);
-	}
-	return 0;
-}
-
-
-struct fd_out {
-	int fd;
-	pid_t pid; /* the process the dump began in */
-};
-
-static int
-fd_write(void *arg, const void *p, size_t n)
-{
-	struct fd_out *o = arg;
-	const char *c = p;
-	if (getpid() != o->pid)
-		return -ECANCELED; /* see out_commit */
-	while (n) {
-		ssize_t w = write(o->fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* The process whose files carry no ".PID" when the template has no %p:
  * the one `heapprof run` started, else the one the library was loaded in
  * (its forked children then get their own names). */
@@ -166,112 +93,14 @@ main_pid(void)
 /* In HEAPPROF_MODE=delta, where the last periodic file ended (dump_lock). */
 static hp_baseline period_base;
 
-/* Where a profile goes: normally an unnamed file in PATH's directory
- * (O_TMPFILE), which gets the name PATH.tmp.PID only once complete and on
- * disk, and is then renamed over PATH: readers never see a torn profile,
- * and a process killed mid-dump leaves nothing behind. Without O_TMPFILE
- * (some filesystems) PATH.tmp.PID is created exclusively (a file planted
- * there is removed, never reused). An existing PATH that is not a regular
- * file (a device such as /dev/null, a FIFO) is written in place, never
- * replaced. Nothing follows a symbolic link. */
-typedef struct out_file {
-	int fd;
-	int unnamed;  /* O_TMPFILE */
-	int in_place; /* PATH itself */
-	char tmp[4200];
-} out_file;
-
-static int
-out_open(out_file *f, const char *path)
-{
-	memset(f, 0, sizeof(*f));
-	struct stat st;
-	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-		f->in_place = 1;
-		f->fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		return f->fd < 0 ? -errno : 0;
-	}
-	if (snprintf(f->tmp, sizeof(f->tmp), "%s.tmp.%ld", path, (long)getpid()) >=
-	    (int)sizeof(f->tmp))
-		return -ENAMETOOLONG;
-	char dir[4200];
-	snprintf(dir, sizeof(dir), "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash == dir)
-		dir[1] = 0;
-	else if (slash)
-		*slash = 0;
-	else
-		strcpy(dir, ".");
-	f->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-	if (f->fd >= 0) {
-		f->unnamed = 1;
-		return 0;
-	}
-	for (int attempt = 0; attempt < 2; attempt++) {
-		f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		             0600);
-		if (f->fd >= 0 || errno != EEXIST)
-			break;
-		unlink(f->tmp); /* a leftover or planted file: never reuse it */
-	}
-	return f->fd < 0 ? -errno : 0;
-}
-
-/* Makes the written file PATH (rc: the writing's result). */
-static int
-out_commit(out_file *f, const char *path, int rc, pid_t pid)
-{
-	if (getpid() != pid) {
-		/* A child forked (in a signal handler) in the middle of its
-		 * parent's dump: the file, named after the parent, is the
-		 * parent's to finish. */
-		close(f->fd);
-		return -ECANCELED;
-	}
-	/* The rename makes the file appear whole or not at all to readers
-	 * and after the process's crash; surviving the machine's crash too
-	 * takes an fsync first, ~5 ms per file on this machine's ext4 disk
-	 * (issue 15): only when asked (HEAPPROF_FSYNC=1). */
-	if (rc == 0 && !f->in_place && heapprof__cfg.fsync && fsync(f->fd) != 0)
-		rc = -errno;
-	if (rc == 0 && f->unnamed) {
-		char proc[64];
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", f->fd);
-		for (int attempt = 0; attempt < 2; attempt++) {
-			if (linkat(AT_FDCWD, proc, AT_FDCWD, f->tmp,
-			           AT_SYMLINK_FOLLOW) == 0) {
-				f->unnamed = 0;
-				break;
-			}
-			if (errno != EEXIST) {
-				rc = -errno;
-				break;
-			}
-			unlink(f->tmp);
-		}
-		if (rc == 0 && f->unnamed)
-			rc = -EEXIST;
-	}
-	if (close(f->fd) != 0 && rc == 0 && !f->in_place)
-		rc = -errno;
-	if (f->in_place)
-		return rc;
-	if (rc == 0 && rename(f->tmp, path) != 0)
-		rc = -errno;
-	if (rc != 0 && !f->unnamed)
-		unlink(f->tmp);
-	return rc;
-}
-
 static int
 write_file(const char *path, int periodic)
 {
-	out_file f;
-	int rc = out_open(&f, path);
+	hp_out_file f;
+	int rc = heapprof__out_open(&f, path);
 	if (rc != 0)
 		return rc;
-	struct fd_out o = {f.fd, getpid()};
+	hp_fd_out o = {f.fd, getpid()};
 	hp_snap_opts so;
 	memset(&so, 0, sizeof(so));
 	so.text = heapprof__cfg.text;
@@ -285,8 +114,8 @@ write_file(const char *path, int periodic)
 		so.next_base = &period_base;
 		so.peak_reset = 1;
 	}
-	rc = heapprof__snapshot_write_ex(fd_write, &o, &so);
-	return out_commit(&f, path, rc, o.pid);
+	rc = heapprof__snapshot_write_ex(heapprof__fd_write, &o, &so);
+	return heapprof__out_commit(&f, path, rc, o.pid);
 }
 
 /* Writes one file: `path`, or the template's next name if NULL. Called

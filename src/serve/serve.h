@@ -49,6 +49,31 @@ void heapprof__serve_atfork_parent(int locked);
 void heapprof__serve_atfork_child(int locked);
 /* Expands the output template (%p pid, %n seq, %% %; gperftools' %P pid
  * in five digits, %N seq + 1 in four) into buf. 0 or -ENAMETOOLONG. */
+/* outfile.c: where a profile goes: normally an unnamed file in PATH's directory
+ * (O_TMPFILE), which gets the name PATH.tmp.PID only once complete and on
+ * disk, and is then renamed over PATH: readers never see a torn profile,
+ * and a process killed mid-dump leaves nothing behind. Without O_TMPFILE
+ * (some filesystems) PATH.tmp.PID is created exclusively (a file planted
+ * there is removed, never reused). An existing PATH that is not a regular
+ * file (a device such as /dev/null, a FIFO) is written in place, never
+ * replaced. Nothing follows a symbolic link. */
+typedef struct hp_out_file {
+	int fd;
+	int unnamed;  /* O_TMPFILE */
+	int in_place; /* PATH itself */
+	char tmp[4200];
+} hp_out_file;
+int heapprof__out_open(hp_out_file *f, const char *path);
+/* Makes the written file PATH (rc: the writing's result; pid: the process
+ * the dump began in). 0 or a negative errno. */
+int heapprof__out_commit(hp_out_file *f, const char *path, int rc, pid_t pid);
+/* A heapprof_write_fn writing to fd, refusing in another process than pid
+ * (a child forked in the middle of its parent's dump). */
+typedef struct hp_fd_out {
+	int fd;
+	pid_t pid; /* the process the dump began in */
+} hp_fd_out;
+int heapprof__fd_write(void *arg, const void *p, size_t n);
 int heapprof__serve_path(const char *tmpl, long pid, long mainpid,
                          uint64_t seq, char *buf, size_t cap);
 
