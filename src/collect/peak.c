@@ -52,9 +52,16 @@ static int limit_done;      /* the limit dump was requested (lock) */
 static int64_t growth;      /* --dump-growth bytes, 0 none (init) */
 static int64_t limit_at = INT64_MAX; /* --dump-limit threshold (init) */
 
+/* self_held is set before the lock is tried and cleared after it is
+ * released, so that a signal handler interrupting this thread anywhere in
+ * between sees it and never waits for a lock its own thread holds (a dump
+ * in a handler, exit() from one: it hung when the signal came between the
+ * exchange and the flag). */
 static void
 take(void)
 {
+	self_held = 1;
+	atomic_signal_fence(memory_order_seq_cst);
 	for (int spins = 0;; spins++) {
 		if (!atomic_load_explicit(&lock, memory_order_relaxed) &&
 		    !atomic_exchange_explicit(&lock, 1, memory_order_acquire))
@@ -62,14 +69,14 @@ take(void)
 		if (spins > 64)
 			sched_yield(); /* the holder may have been preempted */
 	}
-	self_held = 1;
 }
 
 static void
 give(void)
 {
-	self_held = 0;
 	atomic_store_explicit(&lock, 0, memory_order_release);
+	atomic_signal_fence(memory_order_seq_cst);
+	self_held = 0;
 }
 
 /* The unsampled bytes one live object of b stands for, computed once
@@ -99,6 +106,15 @@ void
 heapprof__peak_alloc(hp_bucket *b)
 {
 	int request = 0;
+	if (self_held) {
+		/* A sampled malloc in a signal handler that interrupted this
+		 * thread inside the lock (a sampled free's): waiting would
+		 * never end. */
+		heapprof__warn("malloc() in a signal handler that interrupted "
+		               "the profiler: left out of the peak (peak_* may "
+		               "be off by that object)");
+		return;
+	}
 	take();
 	int64_t w = weight(b);
 	sync_bucket(b);
