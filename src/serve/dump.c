@@ -45,7 +45,8 @@
 #include "serve.h"
 
 #define EXIT_WAIT_MS 5000   /* the exit dump waits this long for dump_lock */
-#define THREAD_WAIT_MS 10000 /* the endpoint's and push's threads, this long */
+#define THREAD_WAIT_MS 30000 /* the endpoint's and push's threads, this long: a
+                             * dump at rate 1 under a sanitizer took > 10 s */
 #define QUIET_SLACK_MS 12  /* > a tick of CLOCK_MONOTONIC_COARSE */
 #define DUMP_STACK_SIZE (4u << 20) /* reserved, touched as used */
 

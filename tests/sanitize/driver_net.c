@@ -60,7 +60,11 @@ http_get(int port, const char *path)
 	resp[got] = 0;
 	if (strncmp(resp, "HTTP/1.1 200", 12) != 0 || !strstr(resp, "\r\n\r\n") ||
 	    total <= (size_t)(strstr(resp, "\r\n\r\n") - resp) + 4)
-		failf("GET %s: '%.40s' (%zu bytes)", path, resp, total);
+	{
+		const char *body = strstr(resp, "\r\n\r\n");
+		failf("GET %s: '%.40s' (%zu bytes): %.200s", path, resp, total,
+		      body ? body + 4 : "");
+	}
 	close(fd);
 }
 
