@@ -89,7 +89,7 @@ push_serve(int c)
 {
 	struct timeval tv = {60, 0};
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	static char req[1 << 22]; /* this thread only */
+	static char req[1 << 25]; /* this thread only; rate-1 pushes pass 4 MiB */
 	size_t got = 0, want = SIZE_MAX;
 	while (got < want && got < sizeof(req) - 1) {
 		ssize_t r = read(c, req + got, sizeof(req) - 1 - got);
