@@ -378,17 +378,17 @@ unlink_extent(extent *x)
 /* Gives an exact run back: coalesced with free neighbours of its kind,
  * and with the frontier if it reaches it. Called with lock held.
  *
- * Under an address-space limit a free run (but one at base: the range
- * keeps its first page) is unmapped (a hole), so that it does not count against the limit. A
- * hole inside [base, base + span) is safe from the kernel's own placement:
+ * Under an address-space limit a free run is unmapped (a hole), so that
+ * it does not count against the limit; the range keeps its first page
+ * mapped, so a run at base leaves that page behind (exact_put). A hole
+ * inside [base, base + span) is safe from the kernel's own placement:
  * mmap places top-down from below the stack, and a process under a limit
  * of less than a TiB cannot reach the middle of the gap where the range
  * lives. Only a program that maps at a chosen address could land there;
  * the hole is then never reused. */
 static void
-exact_put(uintptr_t r, size_t len)
+put_run(uintptr_t r, size_t len, bool hole)
 {
-	bool hole = limited() && r > heapprof__range_base;
 	extent **e = &extents, *prev = NULL;
 	while (*e && (*e)->start < r) {
 		prev = *e;
@@ -452,6 +452,22 @@ exact_put(uintptr_t r, size_t len)
 		x->next = next;
 		*e = x;
 	}
+}
+
+/* A run at base under a limit: its first page stays (PROT_NONE), the rest
+ * becomes a hole. Kept whole, a freed block at base went on counting
+ * against the limit: the first sampled allocation of 4 GiB, freed, left
+ * 4 GiB of the limit taken (rel.range.cycle under ulimit -v). */
+static void
+exact_put(uintptr_t r, size_t len)
+{
+	bool lim = limited();
+	if (lim && r == heapprof__range_base && len > page) {
+		put_run(r, page, false);
+		r += page;
+		len -= page;
+	}
+	put_run(r, len, lim && r > heapprof__range_base);
 }
 
 /* Small objects: slots of 2^k bytes (128 .. 2048, header included) cut

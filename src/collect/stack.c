@@ -27,6 +27,8 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -85,32 +87,37 @@ heapprof__stack_unwinder(void)
 }
 
 /* The main thread's stack as glibc's pthread_getattr_np gives it, without
- * the /proc/self/maps read (140 k instructions at every start-up, issue
- * 15): the top is the end of the page holding __libc_stack_end (the
- * stack pointer at the program's entry, glibc's choice too), the bottom
- * RLIMIT_STACK below it. glibc also stops at the end of the mapping below
- * the stack; the kernel puts none closer than the limit (mmap_base lies
- * at least RLIMIT_STACK plus the stack's random offset below the stack's
- * top) when the limit is at most the 128 MiB minimum gap, and not much
- * above it. 0 if this is not the main thread, or the limit is unlimited
- * or above 120 MiB (then glibc's way, once, at start-up). */
+ * the /proc/self/maps read (110 k instructions at every start-up, issue
+ * 15). glibc's top is the end of the page holding __libc_stack_end (the
+ * stack pointer at the program's entry); its bottom is RLIMIT_STACK below
+ * the end of the stack's mapping, which lies above that page by the
+ * arguments and environment. The kernel copies the program's file name
+ * (AT_EXECFN) last, 8 bytes below that end, so the page after the name is
+ * the end. glibc also stops at the end of the mapping below the stack;
+ * the kernel maps nothing closer than the limit (mmap_base lies at least
+ * RLIMIT_STACK plus a random gap below the stack's top) when the limit is
+ * at most the 128 MiB minimum gap. 0 (glibc's way, once, at start-up) if
+ * this is not the main thread, the limit is unlimited or above 120 MiB,
+ * or the numbers do not fit that layout. */
 extern void *__libc_stack_end;
-#ifndef HEAPPROF_CHEAP_MAIN_STACK
-#define HEAPPROF_CHEAP_MAIN_STACK 0
-#endif
 
 static int
 main_stack_bounds(hp_tls *t)
 {
 	struct rlimit rl;
-	if (gettid() != getpid() || getrlimit(RLIMIT_STACK, &rl) != 0 ||
+	const char *fn = (const char *)getauxval(AT_EXECFN);
+	if (!fn || gettid() != getpid() || getrlimit(RLIMIT_STACK, &rl) != 0 ||
 	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (120u << 20))
 		return 0;
-	uintptr_t hi = ((uintptr_t)__libc_stack_end | 4095) + 1;
+	uintptr_t pg = (uintptr_t)getpagesize();
+	uintptr_t hi = ((uintptr_t)__libc_stack_end | (pg - 1)) + 1;
+	uintptr_t end = ((uintptr_t)fn + strlen(fn) + 1 + 8 + pg - 1) & ~(pg - 1);
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-	if (hi < rl.rlim_cur || here >= hi || here < hi - rl.rlim_cur)
+	size_t lim = rl.rlim_cur & ~(pg - 1);
+	if (end < hi || end - hi >= lim / 2 || end < lim || here >= hi ||
+	    here < end - lim)
 		return 0;
-	t->stack_lo = hi - rl.rlim_cur;
+	t->stack_lo = end - lim;
 	t->stack_hi = hi;
 	return 1;
 }
@@ -121,10 +128,7 @@ main_stack_bounds(hp_tls *t)
 static HP_NOINLINE void
 stack_bounds(hp_tls *t)
 {
-	/* main_stack_bounds is not used yet: with it, rel_range's cycle
-	 * case (rate 1 under ulimit -v 12 GiB) failed its 8 GiB block, for
-	 * a reason not found yet (issue 15, branch hK). */
-	if (HEAPPROF_CHEAP_MAIN_STACK && main_stack_bounds(t))
+	if (main_stack_bounds(t))
 		return;
 	pthread_attr_t a;
 	void *lo;
