@@ -187,6 +187,11 @@ int64_t heapprof__sampler_take(hp_tls *t, int64_t rate, uint64_t w);
 /* Forgets the thread's distance and seed (a fork child: the parent and
  * its other children must not sample at the same offsets). */
 void heapprof__sampler_reset(hp_tls *t);
+/* The unsampled bytes one sampled object of `size` bytes taken at `rate`
+ * stands for: size / (1 - exp(-size/rate)), as heapprof_scale_heap_sample
+ * (Go's scaleHeapSample) computes for one object, to within rounding;
+ * without libm. */
+int64_t heapprof__sampler_weight(uint64_t size, int64_t rate);
 
 /* --------------------------------------------------------------- arena.c */
 
@@ -323,6 +328,20 @@ void heapprof__bucket_atfork_prepare(void);
 void heapprof__bucket_atfork_release(void);
 void heapprof__bucket_atfork_child(void);
 
+/* -------------------------------------------------------------- config.c */
+
+/* The HEAPPROF_* environment into c (bad values warn and keep c's). */
+void heapprof__read_env(hp_config *c);
+/* /proc/self/cmdline, NULs as spaces, cut to cap. */
+void heapprof__read_cmdline(char *buf, size_t cap);
+/* 0 if this process is not to be profiled (HEAPPROF_CHILDREN=0 in a
+ * child, HEAPPROF_ONLY naming other programs). */
+int heapprof__wanted(const char *cmdline);
+/* The process's memory limit: the smallest of the cgroup limits (v2
+ * memory.max, v1 memory.limit_in_bytes; its group and ancestors) and
+ * RLIMIT_AS; INT64_MAX if none. */
+int64_t heapprof__mem_limit(void);
+
 /* ---------------------------------------------------------------- peak.c */
 
 /* A sampled object of bucket b was allocated / freed (called outside the
@@ -333,10 +352,6 @@ void heapprof__peak_free(hp_bucket *b);
 /* objs[id] = the sampled objects bucket id had in use at the peak, for
  * ids < n; with reset, the peak restarts from the in-use total now. */
 void heapprof__peak_read(int64_t *objs, uint32_t n, int reset);
-/* The process's memory limit: the smallest of the cgroup limits (v2
- * memory.max, v1 memory.limit_in_bytes; its
- * group and ancestors) and RLIMIT_AS; INT64_MAX if none. */
-int64_t heapprof__peak_mem_limit(void);
 /* Reads the growth and limit options (once, by the constructor). */
 void heapprof__peak_init(void);
 void heapprof__peak_atfork_child(void);

@@ -3,44 +3,7 @@
  * the next allocator, read the environment, warm the unwinder up, then
  * enable sampling), fork handlers, the exit dump, and one-time warnings.
  *
- * Environment (bad values warn once and fall back to the default):
- *   HEAPPROF_RATE      mean bytes between samples (524288; 1 = all; 0 = off)
- *   HEAPPROF_OUT       output template, %p pid, %n sequence number
- *   HEAPPROF_FORMAT    pprof (default) or text
- *   HEAPPROF_INTERVAL  seconds between periodic dumps (0 = none)
- *   HEAPPROF_SIGNAL    signal that triggers a dump (name or number)
- *   HEAPPROF_UNWIND    dwarf (default), fp, or libunwind (opt-in only)
- *   HEAPPROF_DEPTH     frames per stack, 1..64 (64)
- *   HEAPPROF_EXIT      1 (default): dump at exit; 0: don't
- *   HEAPPROF_WRITE_EMPTY 1: write the exit profile of a process that
- *                      sampled nothing too (default 0: none is written)
- *   HEAPPROF_FSYNC     1: fsync each profile before renaming it into place
- *                      (survives a machine crash; ~5 ms per file on an
- *                      ext4 disk); default 0: atomic against the
- *                      process's crash only
- *   HEAPPROF_RUN_STATUS set by `heapprof run`: a file to which a process
- *                      that wrote no exit profile (nothing sampled)
- *                      appends one byte, so the run can count them
- *   HEAPPROF_AGE       1 (default for files): in-use samples split by
- *                      allocation age (age_s labels); 0: not
- *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
- *                      tables; dwarf: file:line and inlined frames (libdw,
- *                      loaded at start-up: dumps may run inside malloc or a
- *                      signal handler); none: addresses only
- *   HEAPPROF_ONLY      profile only processes whose program name (the
- *                      executable's or argv[0]'s base name) matches one
- *                      of these comma-separated shell patterns
- *   HEAPPROF_DUMP_GROWTH  a file each time the in-use estimate passes its
- *                      high-water mark by this many bytes (gperftools'
- *                      HEAP_PROFILE_INUSE_INTERVAL)
- *   HEAPPROF_DUMP_LIMIT  one file when it reaches this fraction (0..1] of
- *                      the memory limit (cgroup memory.max or
- *                      memory.limit_in_bytes, RLIMIT_AS)
- *   HEAPPROF_CHILDREN  0: profile only the process `heapprof run` started
- *                      (HEAPPROF_MAINPID; what it execs stays profiled)
- *   HEAPPROFILE        gperftools' prefix: files prefix.PID.NNNN.heap (text)
- * All are read with secure_getenv: a setuid or setgid program ignores them
- * and writes no profile unless it calls heapprof_dump_file() itself.
+ * The environment is read by config.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -186,328 +149,6 @@ heapprof__warn_dup(const char *msg)
 	say(msg);
 }
 
-/* Warnings about the environment name the variable, so they are built
- * here and printed once per process (the constructor runs once). */
-static void
-warn_env(const char *var, const char *val, const char *why, const char *dflt)
-{
-	char buf[400];
-	snprintf(buf, sizeof(buf), "%s='%.100s' %s; using %s", var, val, why, dflt);
-	say(buf);
-}
-
-/* ------------------------------------------------------------------ options */
-
-/* The HEAPPROF* entries of the environment, found in one pass: the
- * constructor reads some 25 variables, and secure_getenv walked the whole
- * environment for each (7 k instructions of every start-up, issue 15).
- * Empty in a setuid or setgid process (AT_SECURE), as secure_getenv. */
-#define NENV 48
-static const char *hp_env[NENV]; /* constructor only */
-static int hp_nenv;
-
-static void
-scan_env(void)
-{
-	extern char **environ;
-	if (getauxval(AT_SECURE) || !environ)
-		return;
-	for (char **e = environ; *e && hp_nenv < NENV; e++)
-		if (!strncmp(*e, "HEAPPROF", 8))
-			hp_env[hp_nenv++] = *e;
-}
-
-static const char *
-env_get(const char *name)
-{
-	size_t n = strlen(name);
-	for (int i = 0; i < hp_nenv; i++)
-		if (!strncmp(hp_env[i], name, n) && hp_env[i][n] == '=')
-			return hp_env[i] + n + 1;
-	return NULL;
-}
-#define secure_getenv env_get /* below: only HEAPPROF* names are read */
-
-/* gperftools' HEAPPROFILE=prefix, when HEAPPROF_OUT is unset: its file
- * names, prefix.PID.NNNN.heap (serve_path's %P: the pid in five digits,
- * %N: 0001, 0002, ...), in legacy text unless HEAPPROF_FORMAT is set. */
-static void
-read_gperftools_env(hp_config *c)
-{
-	const char *v = secure_getenv("HEAPPROFILE");
-	const char *o = secure_getenv("HEAPPROF_OUT");
-	if (!v || !*v || (o && *o))
-		return;
-	char t[sizeof(c->out)];
-	size_t n = 0;
-	for (; *v && n + 2 < sizeof(t); v++) {
-		if (*v == '%')
-			t[n++] = '%'; /* the prefix is a name, not a template */
-		t[n++] = *v;
-	}
-	static const char suffix[] = ".%P.%N.heap";
-	if (*v || n + sizeof(suffix) > sizeof(t)) {
-		warn_env("HEAPPROFILE", secure_getenv("HEAPPROFILE"), "is too long",
-		         "HEAPPROF_OUT or its default");
-		return;
-	}
-	memcpy(t + n, suffix, sizeof(suffix));
-	strcpy(c->out, t);
-	const char *f = secure_getenv("HEAPPROF_FORMAT");
-	if (!f || !*f)
-		c->text = 1;
-}
-
-
-/* A HEAPPROF_* variable that is none of ours (HEAPPROF_OUTPUT for
- * HEAPPROF_OUT) is named in one warning, not ignored in silence. */
-static void
-check_env_names(void)
-{
-	static const char *const known[] = {
-		"RATE", "OUT", "FORMAT", "INTERVAL", "SIGNAL", "UNWIND", "DEPTH",
-		"EXIT", "SYMBOLIZE", "MODE", "HTTP", "HTTP_ALLOW_REMOTE", "PUSH",
-		"PUSH_INTERVAL", "APP", "ONLY", "CHILDREN", "MAINPID", "LIBRARY",
-		"WRITE_EMPTY", "RUN_STATUS", "FSYNC", "DUMP_GROWTH", "DUMP_LIMIT", "AGE",
-	};
-	for (int k = 0; k < hp_nenv; k++) {
-		if (strncmp(hp_env[k], "HEAPPROF_", 9) != 0)
-			continue;
-		const char *name = hp_env[k] + 9;
-		size_t len = strcspn(name, "=");
-		int ok = 0;
-		for (size_t i = 0; i < HP_ARRAY_LEN(known) && !ok; i++)
-			ok = strlen(known[i]) == len && !strncmp(known[i], name, len);
-		if (!ok) {
-			char msg[200];
-			snprintf(msg, sizeof(msg),
-			         "HEAPPROF_%.*s is not a heapprof variable: ignored "
-			         "(see libheapprof(3) or the README)",
-			         (int)(len < 60 ? len : 60), name);
-			heapprof__warn_dup(msg);
-		}
-	}
-}
-
-static void
-read_env(hp_config *c)
-{
-	scan_env();
-	check_env_names();
-	const char *v;
-	int64_t n;
-	if ((v = secure_getenv("HEAPPROF_RATE")) && *v) {
-		if (heapprof__parse_size(v, &n) == 0)
-			c->rate = n;
-		else
-			warn_env("HEAPPROF_RATE", v, "is not a byte count", "524288");
-	}
-	if ((v = secure_getenv("HEAPPROF_DEPTH")) && *v) {
-		if (heapprof__parse_size(v, &n) == 0 && n >= 1 && n <= HP_MAX_DEPTH)
-			c->depth = (int)n;
-		else
-			warn_env("HEAPPROF_DEPTH", v, "is not in 1..64", "64");
-	}
-	if ((v = secure_getenv("HEAPPROF_UNWIND")) && *v) {
-		if (!strcmp(v, "fp"))
-			c->unwind = HP_UNWIND_FP;
-		else if (!strcmp(v, "libunwind"))
-			c->unwind = HP_UNWIND_LIBUNWIND;
-		else if (strcmp(v, "dwarf"))
-			warn_env("HEAPPROF_UNWIND", v, "is not dwarf, fp or libunwind",
-			         "dwarf");
-	}
-	if ((v = secure_getenv("HEAPPROF_FORMAT")) && *v) {
-		if (!strcmp(v, "text"))
-			c->text = 1;
-		else if (strcmp(v, "pprof") && strcmp(v, "proto"))
-			warn_env("HEAPPROF_FORMAT", v, "is not pprof or text", "pprof");
-	}
-	if ((v = secure_getenv("HEAPPROF_INTERVAL")) && *v) {
-		if (heapprof__parse_size(v, &n) == 0 && n <= 86400 * 365)
-			c->interval = (int)n;
-		else
-			warn_env("HEAPPROF_INTERVAL", v, "is not a number of seconds",
-			         "0 (no periodic dumps)");
-	}
-	if ((v = secure_getenv("HEAPPROF_SIGNAL")) && *v) {
-		int sig;
-		if (heapprof__parse_signal(v, &sig) == 0)
-			c->signal = sig;
-		else
-			warn_env("HEAPPROF_SIGNAL", v, "is not a usable signal",
-			         "none");
-	}
-	if ((v = secure_getenv("HEAPPROF_EXIT")) && *v) {
-		if (!strcmp(v, "0") || !strcmp(v, "1"))
-			c->at_exit = v[0] == '1';
-		else
-			warn_env("HEAPPROF_EXIT", v, "is not 0 or 1", "1");
-	}
-	if ((v = secure_getenv("HEAPPROF_WRITE_EMPTY")) && *v) {
-		if (!strcmp(v, "0") || !strcmp(v, "1"))
-			c->write_empty = v[0] == '1';
-		else
-			warn_env("HEAPPROF_WRITE_EMPTY", v, "is not 0 or 1", "0");
-	}
-	if ((v = secure_getenv("HEAPPROF_FSYNC")) && *v) {
-		if (!strcmp(v, "0") || !strcmp(v, "1"))
-			c->fsync = v[0] == '1';
-		else
-			warn_env("HEAPPROF_FSYNC", v, "is not 0 or 1", "0");
-	}
-	if ((v = secure_getenv("HEAPPROF_SYMBOLIZE")) && *v) {
-		if (!strcmp(v, "none"))
-			c->symbolize = 0;
-		else if (!strcmp(v, "dwarf"))
-			c->symbolize = 2;
-		else if (strcmp(v, "symtab"))
-			warn_env("HEAPPROF_SYMBOLIZE", v, "is not none, symtab or dwarf",
-			         "symtab");
-	}
-	if ((v = secure_getenv("HEAPPROF_AGE")) && *v) {
-		if (!strcmp(v, "0") || !strcmp(v, "1"))
-			c->age = v[0] == '1' ? 1 : -1;
-		else
-			warn_env("HEAPPROF_AGE", v, "is not 0 or 1",
-			         "age labels in files");
-	}
-	if ((v = secure_getenv("HEAPPROF_MODE")) && *v) {
-		if (!strcmp(v, "delta"))
-			c->mode_delta = 1;
-		else if (strcmp(v, "cumulative"))
-			warn_env("HEAPPROF_MODE", v, "is not cumulative or delta",
-			         "cumulative");
-	}
-	if ((v = secure_getenv("HEAPPROF_HTTP")) && *v) {
-		if (strlen(v) < sizeof(c->http) && strchr(v, ':'))
-			strcpy(c->http, v);
-		else
-			warn_env("HEAPPROF_HTTP", v, "is not HOST:PORT",
-			         "no endpoint");
-	}
-	if ((v = secure_getenv("HEAPPROF_HTTP_ALLOW_REMOTE")) && !strcmp(v, "1"))
-		c->http_allow_remote = 1;
-	if ((v = secure_getenv("HEAPPROF_PUSH")) && *v) {
-		if (strlen(v) < sizeof(c->push) && !strncmp(v, "http://", 7))
-			strcpy(c->push, v);
-		else
-			warn_env("HEAPPROF_PUSH", v, "is not an http:// URL",
-			         "no push");
-	}
-	if ((v = secure_getenv("HEAPPROF_APP")) && *v && strlen(v) < sizeof(c->app))
-		strcpy(c->app, v);
-	if ((v = secure_getenv("HEAPPROF_DUMP_GROWTH")) && *v) {
-		if (heapprof__parse_size(v, &n) == 0)
-			c->dump_growth = n;
-		else
-			warn_env("HEAPPROF_DUMP_GROWTH", v, "is not a byte count",
-			         "0 (no growth dumps)");
-	}
-	if ((v = secure_getenv("HEAPPROF_DUMP_LIMIT")) && *v) {
-		char *end;
-		double f = strtod(v, &end);
-		if (end != v && !*end && f > 0 && f <= 1)
-			c->dump_limit = f;
-		else
-			warn_env("HEAPPROF_DUMP_LIMIT", v, "is not a fraction in "
-			         "(0, 1]", "none (no limit dump)");
-	}
-	read_gperftools_env(c);
-	const char *dflt = c->text ? "heapprof.%p.%n.heap" : "heapprof.%p.%n.pb.gz";
-	v = secure_getenv("HEAPPROF_OUT");
-	if (c->out[0]) {
-		/* set from HEAPPROFILE */
-	} else if (v && *v && strlen(v) < sizeof(c->out))
-		strcpy(c->out, v);
-	else {
-		if (v && *v)
-			warn_env("HEAPPROF_OUT", v, "is too long", dflt);
-		strcpy(c->out, dflt);
-	}
-	/* Several files from one template: numbered, not overwritten. */
-	if (heapprof__many_files(c->interval, c->signal))
-		heapprof__tmpl_add_seq(c->out, sizeof(c->out));
-}
-
-/* ------------------------------------------------------ which processes */
-
-/* The command line, NULs turned into spaces, cut to the buffer: named in
- * the profile's comments, so that the files of a wrapper's processes can
- * be told apart. */
-static void
-read_cmdline(char *buf, size_t cap)
-{
-	buf[0] = 0;
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	while (n > 0 && buf[n - 1] == 0)
-		n--;
-	for (ssize_t i = 0; i < n; i++)
-		if (buf[i] == 0 || buf[i] == '\n')
-			buf[i] = ' ';
-	buf[n] = 0;
-}
-
-static const char *
-base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
-/* Does a name match one of the comma-separated patterns? */
-static int
-name_matches(const char *pats, const char *name)
-{
-	char pat[256];
-	while (*pats) {
-		size_t len = strcspn(pats, ",");
-		if (len && len < sizeof(pat)) {
-			memcpy(pat, pats, len);
-			pat[len] = 0;
-			if (fnmatch(pat, name, 0) == 0)
-				return 1;
-		}
-		pats += len + (pats[len] == ',');
-	}
-	return 0;
-}
-
-/* 0 if this process is not to be profiled: HEAPPROF_CHILDREN=0 in a
- * process other than the one `heapprof run` started, or HEAPPROF_ONLY
- * naming other programs. Such a process keeps the library (its own
- * children may match) but samples nothing and writes nothing. */
-static int
-wanted(const char *cmdline)
-{
-	const char *v = secure_getenv("HEAPPROF_CHILDREN");
-	if (v && !strcmp(v, "0")) {
-		const char *m = secure_getenv("HEAPPROF_MAINPID");
-		long mp = m ? strtol(m, NULL, 10) : 0;
-		if (mp > 0 && mp != heapprof__init_pid)
-			return 0;
-	}
-	v = secure_getenv("HEAPPROF_ONLY");
-	if (v && *v) {
-		char exe[4096];
-		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-		exe[n > 0 ? n : 0] = 0;
-		char a0[256];
-		size_t l = strcspn(cmdline, " "); /* argv[0] */
-		snprintf(a0, sizeof(a0), "%.*s", (int)l, cmdline);
-		if (!(n > 0 && name_matches(v, base_name(exe))) &&
-		    !(*a0 && name_matches(v, base_name(a0))))
-			return 0;
-	}
-	return 1;
-}
-
 /* ---------------------------------------------------------------- fork */
 
 /*
@@ -647,9 +288,9 @@ heapprof_init(void)
 		return;
 	}
 	heapprof__init_pid = (long)getpid();
-	read_env(&heapprof__cfg);
-	read_cmdline(heapprof__cmdline, sizeof(heapprof__cmdline));
-	if (!wanted(heapprof__cmdline)) {
+	heapprof__read_env(&heapprof__cfg);
+	heapprof__read_cmdline(heapprof__cmdline, sizeof(heapprof__cmdline));
+	if (!heapprof__wanted(heapprof__cmdline)) {
 		/* Not this process: nothing sampled, nothing written. */
 		heapprof__cfg.rate = 0;
 		heapprof__cfg.at_exit = 0;
@@ -690,11 +331,15 @@ heapprof_init(void)
 		atexit(exit_dump); /* the exit dump, and push's last interval */
 		at_quick_exit(exit_dump); /* quick_exit(3) runs no atexit handler */
 	}
-	/* Dumps that may run in a signal handler or inside malloc, and the
-	 * endpoint's and push's: libz and libm now, not at their first use
-	 * (src/so/libs.c). Otherwise the first dump loads them. */
+	/* Dumps that may run in a signal handler or inside malloc (periodic,
+	 * signal, growth and limit dumps), and the endpoint's and push's:
+	 * libz and libm now, not at their first use (src/so/libs.c; a dlopen
+	 * inside malloc waits for the loader's lock, which a thread inside
+	 * dlopen may hold while it waits for the profiler). Otherwise the
+	 * first dump loads them. */
 	if (heapprof__cfg.signal || heapprof__cfg.interval || heapprof__cfg.http[0] ||
-	    heapprof__cfg.push[0])
+	    heapprof__cfg.push[0] || heapprof__cfg.dump_growth > 0 ||
+	    heapprof__cfg.dump_limit > 0)
 		heapprof__lazy_libs();
 	if (heapprof__hooks())
 		heapprof__delivery.start();

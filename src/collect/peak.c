@@ -84,11 +84,8 @@ give(void)
 static int64_t
 weight(hp_bucket *b)
 {
-	if (HP_UNLIKELY(!b->weight1)) {
-		int64_t c, s;
-		heapprof_scale_heap_sample(1, (int64_t)b->size, b->rate, &c, &s);
-		b->weight1 = s + 1;
-	}
+	if (HP_UNLIKELY(!b->weight1))
+		b->weight1 = heapprof__sampler_weight(b->size, b->rate) + 1;
 	return b->weight1 - 1;
 }
 
@@ -191,154 +188,6 @@ heapprof_peak_reset(void)
 	hp_leave(t);
 }
 
-/* ---------------------------------------------------------- the limit */
-
-/* Reads a whole (small) file into buf, NUL-terminated; its length or -1. */
-static ssize_t
-slurp(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	size_t n = 0;
-	for (;;) {
-		ssize_t k = read(fd, buf + n, cap - 1 - n);
-		if (k <= 0)
-			break;
-		n += (size_t)k;
-		if (n == cap - 1)
-			break;
-	}
-	close(fd);
-	buf[n] = 0;
-	return (ssize_t)n;
-}
-
-/* The smallest limit in `file` (memory.max, memory.limit_in_bytes) of the
- * group mnt + rel and its ancestors up to the mount, or INT64_MAX. v1's
- * "no limit" is a huge number: anything from 2^62 up is none. */
-static int64_t
-walk_limit(const char *mnt, const char *rel, const char *file)
-{
-	char dir[4096], path[4200], v[64];
-	snprintf(dir, sizeof(dir), "%s%s", mnt, strcmp(rel, "/") ? rel : "");
-	size_t base = strlen(mnt);
-	int64_t best = INT64_MAX;
-	for (;;) {
-		snprintf(path, sizeof(path), "%s/%s", dir, file);
-		if (slurp(path, v, sizeof(v)) > 0 && v[0] >= '0' && v[0] <= '9') {
-			long long x = strtoll(v, NULL, 10);
-			if (x > 0 && x < ((long long)1 << 62) && x < best)
-				best = x;
-		}
-		char *slash = strrchr(dir, '/');
-		if (!slash || (size_t)(slash - dir) < base)
-			break;
-		*slash = 0;
-	}
-	return best;
-}
-
-/* The process's group path of one hierarchy from /proc/self/cgroup: v2
- * ("0::/path") if v1ctl is NULL, else the v1 line listing that controller. */
-static int
-cgroup_path(const char *cg, const char *v1ctl, char *out, size_t cap)
-{
-	for (const char *l = cg; *l;) {
-		const char *e = strchr(l, '\n');
-		size_t len = e ? (size_t)(e - l) : strlen(l);
-		const char *c1 = memchr(l, ':', len);
-		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - l)) : NULL;
-		if (c2) {
-			size_t cl = (size_t)(c2 - c1 - 1), pl = len - (size_t)(c2 + 1 - l);
-			int match = 0;
-			if (!v1ctl) {
-				match = cl == 0 && c1 - l == 1 && l[0] == '0';
-			} else {
-				for (const char *t = c1 + 1; t < c2;) {
-					const char *te = memchr(t, ',', (size_t)(c2 - t));
-					size_t tl = te ? (size_t)(te - t) : (size_t)(c2 - t);
-					if (tl == strlen(v1ctl) && !memcmp(t, v1ctl, tl))
-						match = 1;
-					t += tl + 1;
-				}
-			}
-			if (match && pl < cap) {
-				memcpy(out, c2 + 1, pl);
-				out[pl] = 0;
-				return 0;
-			}
-		}
-		l += len + (e ? 1 : 0);
-	}
-	return -1;
-}
-
-/* The smallest memory limit of this process's cgroups (v2 memory.max, v1
- * memory.limit_in_bytes), its group and ancestors, found through
- * /proc/self/mountinfo (a mount may show a subtree: its root is cut from
- * the group's path); INT64_MAX if none. Constructor time only. */
-static int64_t
-cgroup_limit(void)
-{
-	static char cg[8192], mi[65536];
-	char v2[1024], v1[1024];
-	if (slurp("/proc/self/cgroup", cg, sizeof(cg)) <= 0 ||
-	    slurp("/proc/self/mountinfo", mi, sizeof(mi)) <= 0)
-		return INT64_MAX;
-	int has2 = cgroup_path(cg, NULL, v2, sizeof(v2)) == 0;
-	int has1 = cgroup_path(cg, "memory", v1, sizeof(v1)) == 0;
-	int64_t best = INT64_MAX;
-	for (char *l = mi, *e; *l; l = e ? e + 1 : l + strlen(l)) {
-		e = strchr(l, '\n');
-		if (e)
-			*e = 0;
-		char *f[6] = {0};
-		char *sv = NULL, *tok = strtok_r(l, " ", &sv);
-		for (int i = 0; tok && i < 6; i++, tok = strtok_r(NULL, " ", &sv))
-			f[i] = tok;
-		if (!f[4])
-			continue;
-		while (tok && strcmp(tok, "-"))
-			tok = strtok_r(NULL, " ", &sv); /* optional fields */
-		char *fstype = tok ? strtok_r(NULL, " ", &sv) : NULL;
-		if (fstype)
-			strtok_r(NULL, " ", &sv); /* source */
-		char *opts = fstype ? strtok_r(NULL, " ", &sv) : NULL;
-		if (!fstype || !opts)
-			continue;
-		const char *root = f[3], *mnt = f[4], *path = NULL, *file = NULL;
-		if (!strcmp(fstype, "cgroup2") && has2) {
-			path = v2;
-			file = "memory.max";
-		} else if (!strcmp(fstype, "cgroup") && has1 &&
-		           (strstr(opts, ",memory") || !strncmp(opts, "memory", 6))) {
-			path = v1;
-			file = "memory.limit_in_bytes";
-		}
-		if (!path)
-			continue;
-		size_t rl = strcmp(root, "/") ? strlen(root) : 0;
-		if (rl && (strncmp(path, root, rl) || (path[rl] && path[rl] != '/')))
-			continue; /* the group is outside this mount */
-		int64_t x = walk_limit(mnt, path[rl] ? path + rl : "/", file);
-		if (x < best)
-			best = x;
-	}
-	return best;
-}
-
-int64_t
-heapprof__peak_mem_limit(void)
-{
-	int64_t best = cgroup_limit();
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    (int64_t)rl.rlim_cur > 0 && (int64_t)rl.rlim_cur < best)
-		best = (int64_t)rl.rlim_cur;
-	return best;
-}
-
 void
 heapprof__peak_init(void)
 {
@@ -346,7 +195,7 @@ heapprof__peak_init(void)
 	if (growth > 0)
 		growth_next = growth;
 	if (heapprof__cfg.dump_limit > 0) {
-		int64_t lim = heapprof__peak_mem_limit();
+		int64_t lim = heapprof__mem_limit();
 		if (lim == INT64_MAX) {
 			heapprof__warn("HEAPPROF_DUMP_LIMIT: no memory limit found "
 			               "(cgroup memory.max or memory.limit_in_bytes, "

@@ -138,3 +138,35 @@ heapprof__sampler_reset(hp_tls *t)
 	t->left = 0;
 	t->saved_left = 0; /* what hp_leave restores if called while busy */
 }
+
+/* exp(-x) for x >= 0, within a few ulps: x = k ln2 + r, |r| <= ln2 / 2,
+ * exp(-r) by its series to r^14 (0.35^15 / 15! < 1e-19), times 2^-k. Ours,
+ * for the reason ln_unit is: libm is not loaded (nor loaded here: a dlopen
+ * inside malloc waits for the loader's lock, which a thread inside dlopen
+ * holds while it waits for the profiler). */
+static double
+exp_neg(double x)
+{
+	if (!(x < 700.0))
+		return 0.0;
+	int k = (int)(x * 1.4426950408889634 + 0.5);
+	double r = x - (double)k * 0.6931471805599453;
+	double sum = 1.0;
+	for (int i = 14; i >= 1; i--)
+		sum = 1.0 - r * sum / i;
+	uint64_t b = (uint64_t)(1023 - k) << 52; /* 2^-k, k <= 1010: normal */
+	double p;
+	memcpy(&p, &b, sizeof(p));
+	return sum * p;
+}
+
+int64_t
+heapprof__sampler_weight(uint64_t size, int64_t rate)
+{
+	if (rate <= 1)
+		return (int64_t)size;
+	double avg = size == 0 ? 1.0 : (double)size;
+	double w = (double)size / (1.0 - exp_neg(avg / (double)rate));
+	return (int64_t)w;
+}
+

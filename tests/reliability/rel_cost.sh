@@ -47,6 +47,30 @@ else
 	fail rel.cost.bind_now "status $RC: $(head -c 300 "$TMPD/bind.err")"
 fi
 
+# Sampling itself loads neither: a sampled allocation's first bucket once
+# dlopen'd libm inside malloc, under the peak lock (a thread inside dlopen,
+# holding the loader's lock, sampling too, waited for that lock: deadlock).
+# Nor does a growth dump, which runs inside malloc: with one configured
+# they are loaded at start-up. rprog_nolibs links neither library and says
+# whether they are mapped before and after ~60 samples.
+for r in 524288 4096; do
+	run_t rel.cost.sampling_loads_no_libs.$r 60 env HEAPPROF_RATE=$r HEAPPROF_EXIT=0 \
+		LD_PRELOAD="$LIB" "$P/rprog_nolibs" >"$TMPD/nolibs.out" 2>&1
+	if [ "$RC" -eq 0 ] && [ "$(tr '\n' ' ' <"$TMPD/nolibs.out")" = "start 0 0 end 0 0 " ]; then
+		pass rel.cost.sampling_loads_no_libs.$r
+	else
+		fail rel.cost.sampling_loads_no_libs.$r "status $RC: $(tr '\n' ' ' <"$TMPD/nolibs.out")"
+	fi
+done
+run_t rel.cost.growth_dump_libs_at_start 60 env HEAPPROF_DUMP_GROWTH=4m HEAPPROF_EXIT=0 \
+	HEAPPROF_OUT="$TMPD/g.%p.%n.pb.gz" LD_PRELOAD="$LIB" "$P/rprog_nolibs" >"$TMPD/nolibs.out" 2>&1
+if [ "$RC" -eq 0 ] && [ "$(tr '\n' ' ' <"$TMPD/nolibs.out")" = "start 1 1 end 1 1 " ] &&
+   ls "$TMPD" | grep -q '^g\.'; then
+	pass rel.cost.growth_dump_libs_at_start
+else
+	fail rel.cost.growth_dump_libs_at_start "status $RC: $(tr '\n' ' ' <"$TMPD/nolibs.out") files: $(ls "$TMPD" | grep '^g\.' | head -3 | tr '\n' ' ')"
+fi
+
 # --- a process that sampled writes, and so does its child (it inherits
 # the parent's samples) even if the child samples nothing itself
 d=$TMPD/sampled; mkdir -p "$d"

@@ -487,6 +487,30 @@ TEST(stack_bounds_main_thread_without_maps)
 	CHECK(u.stack_hi <= t.stack_lo || u.stack_lo >= t.stack_hi);
 }
 
+/* The capture's weight of one sampled object (sampler.c, without libm)
+ * is the encoder's heapprof_scale_heap_sample for one object, to within a
+ * byte, over sizes 0 .. 1 GiB and rates 2 .. 64 MiB. */
+TEST(sampler_weight_is_the_encoders)
+{
+	static const int64_t rates[] = {1, 2, 4096, 524288, 1 << 20, 64 << 20};
+	int bad = 0;
+	for (size_t ri = 0; ri < sizeof(rates) / sizeof(rates[0]); ri++) {
+		for (uint64_t size = 0; size < ((uint64_t)1 << 30);
+		     size = size < 16 ? size + 1 : size * 3 / 2 + 7) {
+			int64_t c, want;
+			heapprof_scale_heap_sample(1, (int64_t)size, rates[ri], &c,
+			                           &want);
+			int64_t got = heapprof__sampler_weight(size, rates[ri]);
+			int64_t d = got > want ? got - want : want - got;
+			if (d > 1 && bad++ < 5)
+				fprintf(stderr, "size %llu rate %lld: %lld, encoder %lld\n",
+				        (unsigned long long)size, (long long)rates[ri],
+				        (long long)got, (long long)want);
+		}
+	}
+	CHECK_EQ(bad, 0);
+}
+
 int
 main(void)
 {
@@ -503,5 +527,6 @@ main(void)
 	RUN(stack_capture_every_unwinder);
 	RUN(stack_bounds_main_thread_without_maps);
 	RUN(buckets_keyed_by_rate);
+	RUN(sampler_weight_is_the_encoders);
 	TEST_MAIN_END();
 }
