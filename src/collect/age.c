@@ -23,16 +23,14 @@
  *
  * Shared state: `chunks` (published with release CAS, never changed
  * after), `used` and `head` (atomics), each word (atomic, written by the
- * thread that owns the slot, read by snapshots).
+ * thread that owns the slot, read by snapshots). What a snapshot makes of
+ * the table is age_split.c's.
  */
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
 #include "collect.h"
-#include "heap_encode.h"
 
 #define CHUNK_SHIFT 16
 #define CHUNK ((uint32_t)1 << CHUNK_SHIFT)
@@ -143,96 +141,14 @@ heapprof__age_untrack(uint32_t slot)
 		push(slot - 1);
 }
 
-/* One live sample, for sorting: bucket id << 8 | class. */
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* (stack pointer, bucket id) of every bucket, sorted by pointer: a
- * record's bucket is the one whose stack array it points to (snapshot.c
- * hands out b->stack). A record whose stack is not a bucket's gets no
- * age parts. */
-typedef struct sid {
-	uintptr_t stack;
-	uint32_t id;
-} sid;
-
-static int
-cmp_sid(const void *a, const void *b)
-{
-	uintptr_t x = ((const sid *)a)->stack, y = ((const sid *)b)->stack;
-	return x < y ? -1 : x > y;
-}
-
-static int
-bucket_index(sid **out, size_t *n)
-{
-	size_t cap = (size_t)heapprof__bucket_count() + 16, k = 0;
-	sid *v = malloc(cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (hp_bucket *b = heapprof__bucket_list(); b; b = b->all_next) {
-		if (k == cap) { /* buckets made since the count */
-			sid *nv = realloc(v, 2 * cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = nv;
-			cap *= 2;
-		}
-		v[k++] = (sid){(uintptr_t)b->stack, b->id};
-	}
-	qsort(v, k, sizeof(*v), cmp_sid);
-	*out = v;
-	*n = k;
-	return 0;
-}
-
-/* The id of the bucket whose stack is r's, or UINT32_MAX. */
-static uint32_t
-record_bucket(const sid *v, size_t n, const heapprof_record *r)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid].stack < (uintptr_t)r->stack)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && v[lo].stack == (uintptr_t)r->stack ? v[lo].id
-	                                                     : UINT32_MAX;
-}
-
+/* Each live tracked sample: fn(arg, bucket id, age in ms); a nonzero
+ * return stops the scan and is returned. Lock-free: a sample tracked or
+ * freed meanwhile may be seen or not. */
 int
-heapprof__age_split_records(const heapprof_record *recs, size_t n,
-                            heapprof__age_split *out)
+heapprof__age_each(int (*fn)(void *arg, uint32_t id, int64_t ms), void *arg)
 {
-	memset(out, 0, sizeof(*out));
 	uint32_t now = now_ticks();
 	uint32_t nused = atomic_load_explicit(&used, memory_order_relaxed);
-	/* Bucket id -> record index + 1, for the records' buckets. */
-	sid *bx = NULL;
-	size_t nbx = 0, cap = 0, k = 0;
-	uint64_t *live = NULL;
-	uint32_t *rix = NULL, maxid = 0;
-	out->first = calloc(n + 1, sizeof(*out->first));
-	if (!out->first || bucket_index(&bx, &nbx) != 0)
-		goto nomem;
-	for (size_t i = 0; i < nbx; i++)
-		if (bx[i].id + 1 > maxid)
-			maxid = bx[i].id + 1;
-	if (!(rix = calloc(maxid + 1, sizeof(*rix))))
-		goto nomem;
-	for (size_t i = 0; i < n; i++) {
-		uint32_t id = record_bucket(bx, nbx, &recs[i]);
-		if (id != UINT32_MAX)
-			rix[id] = (uint32_t)i + 1;
-	}
 	for (uint32_t c = 0; c * CHUNK < nused && c < NCHUNK; c++) {
 		_Atomic uint64_t *w =
 			atomic_load_explicit(&chunks[c], memory_order_acquire);
@@ -241,62 +157,14 @@ heapprof__age_split_records(const heapprof_record *recs, size_t n,
 		uint32_t end = nused - c * CHUNK < CHUNK ? nused - c * CHUNK : CHUNK;
 		for (uint32_t j = 0; j < end; j++) {
 			uint64_t v = atomic_load_explicit(&w[j], memory_order_relaxed);
-			uint32_t id1 = (uint32_t)(v >> 32);
-			if (!v || (v & FREE_BIT) || id1 > maxid || !rix[id1 - 1])
+			if (!v || (v & FREE_BIT))
 				continue;
 			int64_t ms = (int64_t)(uint32_t)(now - (uint32_t)v) *
 			             (1000 / TICKS_PER_S);
-			if (k == cap) {
-				size_t nc = cap ? cap * 2 : 1024;
-				uint64_t *nl = realloc(live, nc * sizeof(*nl));
-				if (!nl)
-					goto nomem;
-				live = nl;
-				cap = nc;
-			}
-			live[k++] = ((uint64_t)(rix[id1 - 1] - 1) << 8) |
-			            heapprof__age_class_of_ms(ms);
+			int rc = fn(arg, (uint32_t)(v >> 32) - 1, ms);
+			if (rc)
+				return rc;
 		}
 	}
-	if (k) /* qsort(NULL, 0) is undefined (its pointer is nonnull) */
-		qsort(live, k, sizeof(*live), cmp_u64);
-	/* Runs of equal (record, class): one part each, records in order,
-	 * classes youngest first. */
-	out->parts = calloc(k ? k : 1, sizeof(*out->parts));
-	if (!out->parts)
-		goto nomem;
-	size_t np = 0, ri = 0;
-	for (size_t j = 0; j < k;) {
-		size_t e = j;
-		while (e < k && live[e] == live[j])
-			e++;
-		size_t rec = (size_t)(live[j] >> 8);
-		while (ri <= rec)
-			out->first[ri++] = np;
-		out->parts[np].objects = (int64_t)(e - j);
-		out->parts[np].cls = (unsigned)(live[j] & 0xff);
-		np++;
-		j = e;
-	}
-	while (ri <= n)
-		out->first[ri++] = np;
-	out->nparts = np;
-	free(live);
-	free(rix);
-	free(bx);
 	return 0;
-nomem:
-	free(live);
-	free(rix);
-	free(bx);
-	heapprof__age_split_free(out);
-	return -ENOMEM;
-}
-
-void
-heapprof__age_split_free(heapprof__age_split *s)
-{
-	free(s->first);
-	free(s->parts);
-	memset(s, 0, sizeof(*s));
 }

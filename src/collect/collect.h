@@ -364,6 +364,13 @@ void heapprof__peak_atfork_child(void);
 uint32_t heapprof__age_track(const hp_bucket *b);
 /* The sample in `slot` (a value from heapprof__age_track) was freed. */
 void heapprof__age_untrack(uint32_t slot);
+/* Each live tracked sample: fn(arg, bucket id, its age in ms); a nonzero
+ * return from fn stops the scan and is returned. */
+int heapprof__age_each(int (*fn)(void *arg, uint32_t id, int64_t ms),
+                       void *arg);
+
+/* ----------------------------------------------------------- age_split.c */
+
 /* For a snapshot's records (each `stack` pointing into its bucket, as
  * snapshot.c makes them): the live sampled objects of each record's bucket
  * by age class now, for heapprof__encode_heap_age. 0 or -ENOMEM. */
