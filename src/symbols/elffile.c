@@ -548,14 +548,68 @@ better(const pick *a, const pick *b)
 	return better_at(a, b);
 }
 
+/* Where a symbol's address falls among the wanted ones (the first vaddr
+ * >= it), in a few instructions: the span of the vaddrs cut into NSPAN
+ * equal slices, each knowing its first vaddr, then a binary search inside
+ * the slice. A plain binary search over all of them was half of cc1's
+ * exit-dump symbolization (27 k .dynsym functions: 2.3 M of 4.8 M
+ * instructions, BENCHMARKS.md). */
+#define NSPAN 1024
+typedef struct span_index {
+	const uint64_t *v;
+	size_t n;
+	unsigned shift;
+	uint32_t first[NSPAN + 1];
+} span_index;
+
+static void
+span_init(span_index *x, const uint64_t *v, size_t n)
+{
+	x->v = v;
+	x->n = n;
+	x->shift = 0;
+	while (((v[n - 1] - v[0]) >> x->shift) >= NSPAN)
+		x->shift++;
+	size_t i = 0;
+	for (uint64_t b = 0; b < NSPAN; b++) {
+		uint64_t off = b << x->shift; /* the slice's start, saturated */
+		uint64_t at = off > UINT64_MAX - v[0] ? UINT64_MAX : v[0] + off;
+		while (i < n && v[i] < at)
+			i++;
+		x->first[b] = (uint32_t)i;
+	}
+	x->first[NSPAN] = (uint32_t)n; /* every vaddr is below the last end */
+}
+
+static size_t
+span_find(const span_index *x, uint64_t a)
+{
+	if (a <= x->v[0])
+		return 0;
+	if (a > x->v[x->n - 1])
+		return x->n;
+	uint64_t b = (a - x->v[0]) >> x->shift;
+	size_t lo = x->first[b], hi = x->first[b + 1];
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->v[mid] < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* One pass over the function symbols of `st` for the sorted distinct
  * vaddrs: near[i], the best symbol in (vaddrs[i-1], vaddrs[i]], and
  * encl[i], the best sized symbol containing vaddrs[i]. The count of
  * function symbols seen, or -ENOEXEC. */
 static int64_t
 pass_symtab(const heapprof_elf *e, const ehdr *h, const shdr *st,
-            const uint64_t *vaddrs, size_t n, pick *near, pick *encl)
+            const span_index *x, pick *near, pick *encl)
 {
+	const uint64_t *vaddrs = x->v;
+	size_t n = x->n;
 	uint64_t entsize, strsize;
 	const char *strs;
 	if (symtab_open(e, h, st, &entsize, &strs, &strsize) != 0)
@@ -570,14 +624,7 @@ pass_symtab(const heapprof_elf *e, const ehdr *h, const shdr *st,
 		    s.name >= strsize)
 			continue;
 		nf++; /* before its name is checked: differs only for hostile tables */
-		size_t lo = 0, hi = n; /* first vaddr >= s.value */
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (vaddrs[mid] < s.value)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		size_t lo = span_find(x, s.value); /* first vaddr >= s.value */
 		/* Most symbols can be neither the nearest below a wanted
 		 * address nor around one: skip their names. */
 		if (lo == n || ((near[lo].name && s.value < near[lo].addr) &&
@@ -613,6 +660,12 @@ heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
 	if (!near)
 		return -ENOMEM;
 	pick *encl = near + n;
+	span_index *x = n <= UINT32_MAX ? malloc(sizeof(*x)) : NULL;
+	if (!x) {
+		free(near);
+		return -ENOMEM;
+	}
+	span_init(x, vaddrs, n);
 	/* .symtab if it has function symbols, else .dynsym (read_symbols). */
 	static const uint32_t kinds[2] = {SHT_SYMTAB, SHT_DYNSYM};
 	int64_t nf = 0;
@@ -622,7 +675,7 @@ heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
 			read_shdr(&tmp, &h, i, &sh);
 			if (sh.type != kinds[k] || sh.size == 0)
 				continue;
-			nf = pass_symtab(&tmp, &h, &sh, vaddrs, n, near, encl);
+			nf = pass_symtab(&tmp, &h, &sh, x, near, encl);
 			if (nf <= 0)
 				memset(near, 0, 2 * n * sizeof(pick));
 		}
@@ -641,6 +694,7 @@ heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
 		else if (encl[i].name)
 			names[i] = encl[i].name;
 	}
+	free(x);
 	free(near);
 	return 0;
 }

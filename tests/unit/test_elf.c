@@ -619,6 +619,17 @@ TEST(lookup_many_matches_the_table)
 		if (d)
 			printf("  %s: %zu of %zu addresses differ\n", files[f], d, n);
 		CHECK_EQ(d, 0);
+		/* Sparse and clustered, as a profile's PCs are: a few runs of
+		 * neighbours far apart (every 7th address of every 4099th
+		 * run of 64). */
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++)
+			if ((i / 64) % 4099 == 0)
+				vs[m++] = vs[i];
+		d = compare_many(&full, &bare, vs, m);
+		if (d)
+			printf("  %s: %zu of %zu sparse addresses differ\n", files[f], d, m);
+		CHECK_EQ(d, 0);
 		CHECK(full.nsyms > 0);
 		free(vs);
 		heapprof__elf_close(&full);
