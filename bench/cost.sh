@@ -12,12 +12,14 @@
 #           objects, in a scratch copy of the tree), plain against under
 #           `heapprof run`, ROUNDS alternating rounds, medians
 #   cc1     callgrind instructions of cc1 -O2 on gen_c.py's 410 KB file
-#   python  callgrind instructions of churn.py 10 (PYTHONMALLOC=malloc)
+#   python  callgrind instructions of churn.py 10 (PYTHONMALLOC=malloc;
+#           20 k rounds: the short run)
+#   pylong  the same for churn.py 100 (200 k rounds: the long run)
 # HEAPPROF_LIB overrides build/libheapprof.so. Profiles go to DIR.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
-PARTS=true,loop,make,cc1,python
+PARTS=true,loop,make,cc1,python,pylong
 ROUNDS=5
 DIR=""
 while getopts p:n:o: opt; do
@@ -126,12 +128,12 @@ if has make; then
 	echo
 fi
 
-if has cc1 || has python; then
+if has cc1 || has python || has pylong; then
 	CC1=$(gcc -print-prog-name=cc1)
 	python3 bench/gen_c.py "$DIR/gen.c" >/dev/null || exit 1
 	echo "| program | none Ir | shim Ir | heapprof Ir | heapprof vs none | vs shim |"
 	echo "|---|---|---|---|---|---|"
-	for w in cc1 python; do
+	for w in cc1 python pylong; do
 		has $w || continue
 		for c in none shim heapprof; do
 			case $w in
@@ -140,9 +142,10 @@ if has cc1 || has python; then
 				--callgrind-out-file="$DIR/$w.$c.cg" "$CC1" -quiet -O2 "$DIR/gen.c" \
 				-o "$DIR/gen.$c.s" 2>/dev/null >/dev/null; awk '/^summary:/ {print $2}' "$DIR/$w.$c.cg") ;;
 			# shellcheck disable=SC2046
-			python) v=$(env $(pre $c) PYTHONMALLOC=malloc PYTHONHASHSEED=0 sh -c 'exec "$@"' - \
+			python | pylong) _r=10; [ $w = pylong ] && _r=100
+				v=$(env $(pre $c) PYTHONMALLOC=malloc PYTHONHASHSEED=0 sh -c 'exec "$@"' - \
 				valgrind --tool=callgrind --callgrind-out-file="$DIR/$w.$c.cg" \
-				/usr/bin/python3 bench/churn.py 10 2>/dev/null >/dev/null
+				/usr/bin/python3 bench/churn.py $_r 2>/dev/null >/dev/null
 				awk '/^summary:/ {print $2}' "$DIR/$w.$c.cg") ;;
 			esac
 			eval "v_$c=\$v"
