@@ -71,6 +71,17 @@ else
 	fail rel.cost.growth_dump_libs_at_start "status $RC: $(tr '\n' ' ' <"$TMPD/nolibs.out") files: $(ls "$TMPD" | grep '^g\.' | head -3 | tr '\n' ' ')"
 fi
 
+# --- a fork child of a profiled process (a shell, make) touches little
+# memory before its exec: the fork handlers read 270 KB of endpoint state
+# with no endpoint (+80 page faults a fork; fewest of 5 forks each)
+a=$("$P/rprog_forkfaults" 2>/dev/null)
+b=$(env HEAPPROF_OUT="$TMPD/ff.%p.pb.gz" LD_PRELOAD="$LIB" "$P/rprog_forkfaults" 2>/dev/null)
+if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 40 ]; then
+	pass rel.cost.fork_child_faults
+else
+	fail rel.cost.fork_child_faults "page faults between fork and exec: $a alone, $b under the profiler (limit +40)"
+fi
+
 # --- a process that sampled writes, and so does its child (it inherits
 # the parent's samples) even if the child samples nothing itself
 d=$TMPD/sampled; mkdir -p "$d"
