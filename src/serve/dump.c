@@ -177,6 +177,28 @@ lock_bounded(int ms)
 	}
 }
 
+/* A dump is no cancellation point of the program's: the thread may be
+ * inside malloc (a periodic or signal dump taken by a sampled allocation),
+ * and a deferred cancel acting on the dump's open, write or nanosleep would
+ * unwind it out of malloc (which POSIX says is no cancellation point) with
+ * dump_lock held, so every later dump, the exit one included, would wait
+ * for it. Cancellation is off while the thread is in a dump; a request
+ * stays pending for the program's next cancellation point. */
+static int
+cancel_off(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static void
+cancel_restore(int old)
+{
+	int ignored;
+	pthread_setcancelstate(old, &ignored);
+}
+
 /* Releases dump_lock taken in process `pid`: a child forked in the middle
  * of a dump got a fresh lock (heapprof__serve_atfork_child), which the
  * dump it inherited must leave alone. */
@@ -344,11 +366,13 @@ heapprof__serve_due(void)
 		return;
 	int saved = errno;
 	hp_enter(t);
+	int cs = cancel_off();
 	if (pthread_mutex_trylock(&dump_lock) == 0) {
 		pid_t me = getpid();
 		run_due_locked();
 		unlock_from(me);
 	}
+	cancel_restore(cs);
 	hp_leave(t);
 	errno = saved;
 }
@@ -441,13 +465,17 @@ int
 heapprof__serve_snapshot_wait(heapprof_write_fn *write_fn, void *arg,
                               const hp_snap_opts *o, int wait_ms)
 {
-	if (!lock_bounded(wait_ms))
+	int cs = cancel_off();
+	if (!lock_bounded(wait_ms)) {
+		cancel_restore(cs);
 		return -EBUSY;
+	}
 	pid_t me = getpid();
 	struct snap_args a = {write_fn, arg, o};
 	int rc = on_dump_stack(snap_fn, &a);
 	run_due_locked();
 	unlock_from(me);
+	cancel_restore(cs);
 	return rc;
 }
 
@@ -551,6 +579,7 @@ heapprof__serve_exit(int dump)
 {
 	if (atomic_exchange(&exiting, 1))
 		return;
+	int cs = cancel_off();
 	atomic_store(&exit_pid, (long)getpid());
 	if (dump) {
 		if (!heapprof__cfg.write_empty && nothing_sampled()) {
@@ -566,11 +595,13 @@ heapprof__serve_exit(int dump)
 	}
 	heapprof__push_exit();
 	atomic_store(&exit_done, 1);
+	cancel_restore(cs);
 }
 
 void
 heapprof__serve_exit_wait(int ms)
 {
+	int cs = cancel_off();
 	int64_t end = mono_ms(CLOCK_MONOTONIC) + ms;
 	while (atomic_load(&exiting) && !atomic_load(&exit_done) &&
 	       atomic_load(&exit_pid) == (long)getpid() &&
@@ -578,6 +609,7 @@ heapprof__serve_exit_wait(int ms)
 		struct timespec ts = {0, 5 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
+	cancel_restore(cs);
 }
 
 int
@@ -628,11 +660,13 @@ heapprof_dump_file(const char *path)
 		return -EDEADLK;
 	hp_enter(t);
 	int saved = errno;
+	int cs = cancel_off();
 	pthread_mutex_lock(&dump_lock);
 	pid_t me = getpid();
 	int rc = dump_file(path, 0);
 	run_due_locked();
 	unlock_from(me);
+	cancel_restore(cs);
 	errno = saved;
 	hp_leave(t);
 	return rc;
@@ -646,11 +680,13 @@ api_snapshot(heapprof_write_fn *write_fn, void *arg, const hp_snap_opts *o)
 		return -EDEADLK;
 	hp_enter(t);
 	int saved = errno;
+	int cs = cancel_off();
 	pthread_mutex_lock(&dump_lock);
 	pid_t me = getpid();
 	int rc = heapprof__snapshot_write_ex(write_fn, arg, o);
 	run_due_locked();
 	unlock_from(me);
+	cancel_restore(cs);
 	errno = saved;
 	hp_leave(t);
 	return rc;
