@@ -49,6 +49,7 @@
                              * dump at rate 1 under a sanitizer took > 10 s */
 #define QUIET_SLACK_MS 12  /* > a tick of CLOCK_MONOTONIC_COARSE */
 #define DUMP_STACK_SIZE (4u << 20) /* reserved, touched as used */
+#define DUMP_STACK_MIN (256u << 10) /* 48 KiB measured with DWARF names */
 
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t seq;            /* next %n (dump_lock) */
@@ -217,6 +218,7 @@ unlock_from(pid_t pid)
  * Dumps therefore switch to this stack, reserved on first use and touched
  * only as deep as they go (dump_lock). */
 static char *dump_stack;
+static size_t dump_stack_size; /* 4 MiB, or less under RLIMIT_AS */
 static ucontext_t dump_uc, back_uc;
 static int (*stack_fn)(void *);
 static void *stack_arg;
@@ -246,13 +248,36 @@ on_dump_stack(int (*fn)(void *), void *arg)
 #endif
 	size_t guard = (size_t)getpagesize();
 	if (!dump_stack) {
-		void *p = mmap(NULL, DUMP_STACK_SIZE + guard, PROT_READ | PROT_WRITE,
-		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-		               -1, 0);
-		if (p == MAP_FAILED)
-			return fn(arg); /* no memory for it: the current stack */
+		/* Under an address-space limit (RLIMIT_AS) 4 MiB may not
+		 * fit: then a smaller one, which a dump still fits in. */
+		size_t size = DUMP_STACK_SIZE;
+		void *p = MAP_FAILED;
+		for (; size >= DUMP_STACK_MIN; size /= 4) {
+			p = mmap(NULL, size + guard, PROT_READ | PROT_WRITE,
+			         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+			                 MAP_STACK,
+			         -1, 0);
+			if (p != MAP_FAILED)
+				break;
+		}
+		if (p == MAP_FAILED) {
+			/* No memory for it: the current stack, if this is
+			 * the thread's own stack with room for a dump. Not a
+			 * signal stack or a coroutine's (a dump there
+			 * overflowed it: SIGSEGV instead of the program's
+			 * exit status). */
+			hp_tls *t = &heapprof__tls;
+			uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+			if (sp > t->stack_lo && sp <= t->stack_hi &&
+			    sp - t->stack_lo >= DUMP_STACK_MIN)
+				return fn(arg);
+			heapprof__warn("no memory for a dump's stack, and too "
+			               "little stack here: no profile");
+			return -ENOMEM;
+		}
 		mprotect(p, guard, PROT_NONE);
 		dump_stack = p;
+		dump_stack_size = size;
 	}
 	/* On a signal stack (a handler that called malloc or exit), a
 	 * signal taken while we are off it would be delivered at its top,
@@ -270,7 +295,7 @@ on_dump_stack(int (*fn)(void *), void *arg)
 		rc = fn(arg);
 	} else {
 		dump_uc.uc_stack.ss_sp = dump_stack + guard;
-		dump_uc.uc_stack.ss_size = DUMP_STACK_SIZE;
+		dump_uc.uc_stack.ss_size = dump_stack_size;
 		dump_uc.uc_link = &back_uc;
 		stack_fn = fn;
 		stack_arg = arg;
