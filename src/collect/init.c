@@ -95,6 +95,10 @@ static void
 say(const char *msg)
 {
 	int saved = errno;
+	/* open and writev are cancellation points; free(), which may warn,
+	 * is not: a pending cancel waits for the program's next one. */
+	int cs = PTHREAD_CANCEL_ENABLE, ignored;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	char pre[48];
 	int n = snprintf(pre, sizeof(pre), "heapprof[%ld]: ", (long)getpid());
 	struct iovec iov[3] = {{pre, n > 0 ? (size_t)n : 0},
@@ -120,6 +124,7 @@ say(const char *msg)
 	}
 	if (opened)
 		close(fd);
+	pthread_setcancelstate(cs, &ignored);
 	errno = saved;
 }
 

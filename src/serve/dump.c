@@ -49,6 +49,7 @@
                              * dump at rate 1 under a sanitizer took > 10 s */
 #define QUIET_SLACK_MS 12  /* > a tick of CLOCK_MONOTONIC_COARSE */
 #define DUMP_STACK_SIZE (4u << 20) /* reserved, touched as used */
+#define DUMP_STACK_MIN (256u << 10) /* 48 KiB measured with DWARF names */
 
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t seq;            /* next %n (dump_lock) */
@@ -177,6 +178,28 @@ lock_bounded(int ms)
 	}
 }
 
+/* A dump is no cancellation point of the program's: the thread may be
+ * inside malloc (a periodic or signal dump taken by a sampled allocation),
+ * and a deferred cancel acting on the dump's open, write or nanosleep would
+ * unwind it out of malloc (which POSIX says is no cancellation point) with
+ * dump_lock held, so every later dump, the exit one included, would wait
+ * for it. Cancellation is off while the thread is in a dump; a request
+ * stays pending for the program's next cancellation point. */
+static int
+cancel_off(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+static void
+cancel_restore(int old)
+{
+	int ignored;
+	pthread_setcancelstate(old, &ignored);
+}
+
 /* Releases dump_lock taken in process `pid`: a child forked in the middle
  * of a dump got a fresh lock (heapprof__serve_atfork_child), which the
  * dump it inherited must leave alone. */
@@ -195,6 +218,7 @@ unlock_from(pid_t pid)
  * Dumps therefore switch to this stack, reserved on first use and touched
  * only as deep as they go (dump_lock). */
 static char *dump_stack;
+static size_t dump_stack_size; /* 4 MiB, or less under RLIMIT_AS */
 static ucontext_t dump_uc, back_uc;
 static int (*stack_fn)(void *);
 static void *stack_arg;
@@ -224,13 +248,36 @@ on_dump_stack(int (*fn)(void *), void *arg)
 #endif
 	size_t guard = (size_t)getpagesize();
 	if (!dump_stack) {
-		void *p = mmap(NULL, DUMP_STACK_SIZE + guard, PROT_READ | PROT_WRITE,
-		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-		               -1, 0);
-		if (p == MAP_FAILED)
-			return fn(arg); /* no memory for it: the current stack */
+		/* Under an address-space limit (RLIMIT_AS) 4 MiB may not
+		 * fit: then a smaller one, which a dump still fits in. */
+		size_t size = DUMP_STACK_SIZE;
+		void *p = MAP_FAILED;
+		for (; size >= DUMP_STACK_MIN; size /= 4) {
+			p = mmap(NULL, size + guard, PROT_READ | PROT_WRITE,
+			         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+			                 MAP_STACK,
+			         -1, 0);
+			if (p != MAP_FAILED)
+				break;
+		}
+		if (p == MAP_FAILED) {
+			/* No memory for it: the current stack, if this is
+			 * the thread's own stack with room for a dump. Not a
+			 * signal stack or a coroutine's (a dump there
+			 * overflowed it: SIGSEGV instead of the program's
+			 * exit status). */
+			hp_tls *t = &heapprof__tls;
+			uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+			if (sp > t->stack_lo && sp <= t->stack_hi &&
+			    sp - t->stack_lo >= DUMP_STACK_MIN)
+				return fn(arg);
+			heapprof__warn("no memory for a dump's stack, and too "
+			               "little stack here: no profile");
+			return -ENOMEM;
+		}
 		mprotect(p, guard, PROT_NONE);
 		dump_stack = p;
+		dump_stack_size = size;
 	}
 	/* On a signal stack (a handler that called malloc or exit), a
 	 * signal taken while we are off it would be delivered at its top,
@@ -248,7 +295,7 @@ on_dump_stack(int (*fn)(void *), void *arg)
 		rc = fn(arg);
 	} else {
 		dump_uc.uc_stack.ss_sp = dump_stack + guard;
-		dump_uc.uc_stack.ss_size = DUMP_STACK_SIZE;
+		dump_uc.uc_stack.ss_size = dump_stack_size;
 		dump_uc.uc_link = &back_uc;
 		stack_fn = fn;
 		stack_arg = arg;
@@ -344,11 +391,13 @@ heapprof__serve_due(void)
 		return;
 	int saved = errno;
 	hp_enter(t);
+	int cs = cancel_off();
 	if (pthread_mutex_trylock(&dump_lock) == 0) {
 		pid_t me = getpid();
 		run_due_locked();
 		unlock_from(me);
 	}
+	cancel_restore(cs);
 	hp_leave(t);
 	errno = saved;
 }
@@ -441,13 +490,17 @@ int
 heapprof__serve_snapshot_wait(heapprof_write_fn *write_fn, void *arg,
                               const hp_snap_opts *o, int wait_ms)
 {
-	if (!lock_bounded(wait_ms))
+	int cs = cancel_off();
+	if (!lock_bounded(wait_ms)) {
+		cancel_restore(cs);
 		return -EBUSY;
+	}
 	pid_t me = getpid();
 	struct snap_args a = {write_fn, arg, o};
 	int rc = on_dump_stack(snap_fn, &a);
 	run_due_locked();
 	unlock_from(me);
+	cancel_restore(cs);
 	return rc;
 }
 
@@ -551,6 +604,7 @@ heapprof__serve_exit(int dump)
 {
 	if (atomic_exchange(&exiting, 1))
 		return;
+	int cs = cancel_off();
 	atomic_store(&exit_pid, (long)getpid());
 	if (dump) {
 		if (!heapprof__cfg.write_empty && nothing_sampled()) {
@@ -566,11 +620,13 @@ heapprof__serve_exit(int dump)
 	}
 	heapprof__push_exit();
 	atomic_store(&exit_done, 1);
+	cancel_restore(cs);
 }
 
 void
 heapprof__serve_exit_wait(int ms)
 {
+	int cs = cancel_off();
 	int64_t end = mono_ms(CLOCK_MONOTONIC) + ms;
 	while (atomic_load(&exiting) && !atomic_load(&exit_done) &&
 	       atomic_load(&exit_pid) == (long)getpid() &&
@@ -578,6 +634,7 @@ heapprof__serve_exit_wait(int ms)
 		struct timespec ts = {0, 5 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
+	cancel_restore(cs);
 }
 
 int
@@ -628,11 +685,13 @@ heapprof_dump_file(const char *path)
 		return -EDEADLK;
 	hp_enter(t);
 	int saved = errno;
+	int cs = cancel_off();
 	pthread_mutex_lock(&dump_lock);
 	pid_t me = getpid();
 	int rc = dump_file(path, 0);
 	run_due_locked();
 	unlock_from(me);
+	cancel_restore(cs);
 	errno = saved;
 	hp_leave(t);
 	return rc;
@@ -646,11 +705,13 @@ api_snapshot(heapprof_write_fn *write_fn, void *arg, const hp_snap_opts *o)
 		return -EDEADLK;
 	hp_enter(t);
 	int saved = errno;
+	int cs = cancel_off();
 	pthread_mutex_lock(&dump_lock);
 	pid_t me = getpid();
 	int rc = heapprof__snapshot_write_ex(write_fn, arg, o);
 	run_due_locked();
 	unlock_from(me);
+	cancel_restore(cs);
 	errno = saved;
 	hp_leave(t);
 	return rc;

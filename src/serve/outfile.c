@@ -106,8 +106,22 @@ heapprof__out_open(hp_out_file *f, const char *path)
 		strcpy(dir, ".");
 	f->fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	if (f->fd >= 0) {
-		f->unnamed = 1;
-		return 0;
+		/* The unnamed file gets its name through /proc/self/fd
+		 * (out_commit). Without /proc (a chroot, a sandbox), or with
+		 * a /proc of another PID namespace (`unshare -pf
+		 * --mount-proc`'s parent), that link is missing or names
+		 * another file: the named temporary file instead, or the
+		 * whole dump would be lost at its end. */
+		char proc[64];
+		struct stat mine, seen;
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", f->fd);
+		if (fstat(f->fd, &mine) == 0 && stat(proc, &seen) == 0 &&
+		    mine.st_dev == seen.st_dev && mine.st_ino == seen.st_ino) {
+			f->unnamed = 1;
+			return 0;
+		}
+		close(f->fd);
+		f->fd = -1;
 	}
 	for (int attempt = 0; attempt < 2; attempt++) {
 		f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
