@@ -1,0 +1,157 @@
+/*
+ * driver_child.c: the forked children of the sanitizer build's driver
+ * (tests/sanitize/driver.c): each child's stderr in a file of its own, a
+ * bounded wait for it, and what a child that does not exit was doing.
+ *
+ * A child that does not exit within SAN_CHILD_SECS (default 60; a child
+ * takes well under a second) gets SIGABRT, on which the sanitizer prints
+ * its stack (the script sets handle_abort=1), then SIGKILL if that does not
+ * end it. Its stack decides:
+ *   - blocked inside the sanitizer runtime's allocator, under TSan: LLVM
+ *     14's TSan holds only its internal allocator's locks across fork
+ *     (ForkBefore -> AllocatorLock -> InternalAllocatorLock), not the user
+ *     allocator's, so a child that allocates while another thread was in
+ *     SizeClassAllocator64's region lock waits for ever, with or without
+ *     the profiler (seen: FutexWait <- Semaphore::Wait <- GetFromAllocator
+ *     <- realloc <- heapprof__pb_libc_realloc in a child's dump, 1 run in a
+ *     few; the parent's worker 0 in waitpid, main in pthread_join, the run
+ *     idle until the script's timeout). Counted, not a failure.
+ *   - anything else: a failure, with the stack.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "driver.h"
+
+_Atomic int stuck_known;
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ALLOC_NOT_FORK_SAFE 1 /* see above */
+#endif
+#endif
+
+void
+child_stderr(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		dup2(fd, 2);
+		close(fd);
+	}
+}
+
+static double
+mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* 1 when c was reaped (its status in *st), 0 after secs, -1 on error. */
+static int
+wait_bounded(pid_t c, int *st, double secs)
+{
+	double end = mono_s() + secs;
+	for (;;) {
+		pid_t r = waitpid(c, st, WNOHANG);
+		if (r == c)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (mono_s() >= end)
+			return 0;
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+#ifdef ALLOC_NOT_FORK_SAFE
+/* 1 if `rep`, the sanitizer's report of the SIGABRT, shows a thread
+ * blocked inside the sanitizer runtime's allocator: its top frames are
+ * all the runtime's (__sanitizer::, __tsan::) and one of them is an
+ * allocator's. */
+static int
+in_runtime_allocator(const char *rep)
+{
+	const char *p = strstr(rep, ": ABRT");
+	int alloc = 0;
+	for (int f = 0; p; f++) {
+		char tag[16];
+		snprintf(tag, sizeof(tag), "#%d ", f);
+		const char *l = strstr(p, tag);
+		if (!l)
+			break;
+		const char *e = strchr(l, '\n');
+		size_t n = e ? (size_t)(e - l) : strlen(l);
+		if (!memmem(l, n, "__sanitizer::", 13) && !memmem(l, n, "__tsan::", 8))
+			return f > 0 && alloc;
+		if (memmem(l, n, "Alloc", 5))
+			alloc = 1;
+		p = l + n;
+	}
+	return 0;
+}
+#endif
+
+void
+child_wait(pid_t c, int k, const char *errpath)
+{
+	const char *v = getenv("SAN_CHILD_SECS");
+	double secs = v && atof(v) > 0 ? atof(v) : 60;
+	int st = 0, stuck = 0;
+	double t0 = mono_s();
+	int r = wait_bounded(c, &st, secs);
+	if (r == 1 && mono_s() - t0 > secs / 4) /* how close to the bound */
+		fprintf(stderr, "driver: child %d took %.1f s\n", k, mono_s() - t0);
+	if (r == 0) {
+		stuck = 1;
+		kill(c, SIGABRT); /* the sanitizer prints the stack */
+		r = wait_bounded(c, &st, 60);
+		if (r == 0) {
+			kill(c, SIGKILL);
+			r = waitpid(c, &st, 0) == c ? 1 : -1;
+		}
+	}
+	/* Its stderr into ours, where the script looks for reports. */
+	char rep[32768];
+	size_t n = 0;
+	int fd = open(errpath, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t got;
+		while (n < sizeof(rep) - 1 &&
+		       (got = read(fd, rep + n, sizeof(rep) - 1 - n)) > 0)
+			n += (size_t)got;
+		close(fd);
+	}
+	rep[n] = 0;
+	if (n)
+		fprintf(stderr, "%s", rep);
+	if (r < 0) {
+		failf("wait for child %d: %s", k, strerror(errno));
+	} else if (stuck) {
+#ifdef ALLOC_NOT_FORK_SAFE
+		if (in_runtime_allocator(rep)) {
+			fprintf(stderr, "driver: child %d blocked in the sanitizer "
+			        "runtime's allocator, whose locks the runtime does "
+			        "not hold across fork (not the profiler's); killed\n", k);
+			atomic_fetch_add(&stuck_known, 1);
+			return;
+		}
+#endif
+		const char *s = strstr(rep, ": ABRT");
+		failf("child %d (pid %ld) did not exit in %.0f s; %s%.600s", k,
+		      (long)c, secs, s ? "its stack" : "no stack printed",
+		      s ? s : "");
+	} else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		failf("child %d: status %#x", k, st);
+	}
+}
