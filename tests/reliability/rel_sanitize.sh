@@ -92,10 +92,15 @@ for v in tsan asan ubsan; do
 		"$bin" "$SECS" 3 >"$d/exit/out" 2>"$d/exit/err" || continue
 	rep=$(grep -a -m1 -A12 "WARNING: ThreadSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$d/exit/err" |
 		grep -a -v "^ *$" | tr '\n' ' ' | cut -c1-900)
-	if [ $RC -eq 0 ] && [ -z "$rep" ] && [ -s "$(ls "$d"/exit/out.*.pb.gz 2>/dev/null | head -1)" ]; then
+	# A dump in progress (the dumper's, the periodic one, the endpoint's)
+	# may outlast the 5 s the exit dump waits for it, which then writes
+	# nothing and says so (by design: exit never waits long). Under ASan
+	# with DWARF names on a loaded machine: 3 runs in 10 here.
+	if [ $RC -eq 0 ] && [ -z "$rep" ] && { [ -s "$(ls "$d"/exit/out.*.pb.gz 2>/dev/null | head -1)" ] ||
+		grep -q "a dump in progress did not end within 5 s: no exit profile" "$d/exit/err"; }; then
 		pass "rel.sanitize.$v.exit"
 	else
-		fail "rel.sanitize.$v.exit" "status $RC, no exit profile or: ${rep:-$(grep -a -m3 'FAIL' "$d/exit/err" | tr '\n' ' ')}"
+		fail "rel.sanitize.$v.exit" "status $RC, no exit profile or: ${rep:-$(grep -a -m3 'FAIL\|heapprof' "$d/exit/err" | tr '\n' ' ')}"
 	fi
 	# A child that never exits (child 1 blocks in pause()): the driver
 	# fails with the child's stack instead of waiting for ever. ASan's
