@@ -74,6 +74,8 @@ for v in tsan asan ubsan; do
 		grep -a -v "^ *$" | tr '\n' ' ' | cut -c1-900)
 	if [ $RC -eq 0 ] && [ -z "$rep" ] && grep -q ": ok$" "$d/out"; then
 		pass "rel.sanitize.$v"
+		grep -q "([1-9][0-9]* stuck in" "$d/out" &&
+			echo "  rel.sanitize.$v: note: $(grep -a -m1 'blocked in the sanitizer' "$d/err")" >&2
 	else
 		fail "rel.sanitize.$v" "status $RC: ${rep:-$(grep -a -m3 'FAIL' "$d/err" | tr '\n' ' ')}"
 		continue

@@ -77,13 +77,17 @@ wait_bounded(pid_t c, int *st, double secs)
 #ifdef ALLOC_NOT_FORK_SAFE
 /* 1 if `rep`, the sanitizer's report of the SIGABRT, shows a thread
  * blocked inside the sanitizer runtime's allocator: its top frames are
- * all the runtime's (__sanitizer::, __tsan::) and one of them is an
- * allocator's. */
+ * all the runtime's (__sanitizer::, __tsan::), the first two waiting for
+ * a lock (a futex or a spin), and one of them is an allocator's. */
 static int
 in_runtime_allocator(const char *rep)
 {
+	static const char *const waits[] = {
+		"FutexWait", "Semaphore::Wait", "Mutex::Lock", "LockSlow",
+		"internal_sched_yield",
+	};
 	const char *p = strstr(rep, ": ABRT");
-	int alloc = 0;
+	int alloc = 0, waiting = 0;
 	for (int f = 0; p; f++) {
 		char tag[16];
 		snprintf(tag, sizeof(tag), "#%d ", f);
@@ -93,7 +97,10 @@ in_runtime_allocator(const char *rep)
 		const char *e = strchr(l, '\n');
 		size_t n = e ? (size_t)(e - l) : strlen(l);
 		if (!memmem(l, n, "__sanitizer::", 13) && !memmem(l, n, "__tsan::", 8))
-			return f > 0 && alloc;
+			return waiting && alloc;
+		for (size_t i = 0; f < 2 && i < sizeof(waits) / sizeof(waits[0]); i++)
+			if (memmem(l, n, waits[i], strlen(waits[i])))
+				waiting = 1;
 		if (memmem(l, n, "Alloc", 5))
 			alloc = 1;
 		p = l + n;
