@@ -3,10 +3,10 @@
  * (tests/sanitize/driver.c): each child's stderr in a file of its own, a
  * bounded wait for it, and what a child that does not exit was doing.
  *
- * A child that does not exit within SAN_CHILD_SECS (default 60; a child
- * takes well under a second) gets SIGABRT, on which the sanitizer prints
- * its stack (the script sets handle_abort=1), then SIGKILL if that does not
- * end it. Its stack decides:
+ * A child that does not exit within SAN_CHILD_SECS (default 120; a child
+ * takes seconds, 7 s seen under load) gets SIGABRT, on which the
+ * sanitizer prints its stack (the script sets handle_abort=1), then
+ * SIGKILL if that does not end it. Its stack decides:
  *   - blocked inside the sanitizer runtime's allocator, under TSan: LLVM
  *     14's TSan holds only its internal allocator's locks across fork
  *     (ForkBefore -> AllocatorLock -> InternalAllocatorLock), not the user
@@ -113,7 +113,7 @@ void
 child_wait(pid_t c, int k, const char *errpath)
 {
 	const char *v = getenv("SAN_CHILD_SECS");
-	double secs = v && atof(v) > 0 ? atof(v) : 60;
+	double secs = v && atof(v) > 0 ? atof(v) : 120;
 	int st = 0, stuck = 0;
 	double t0 = mono_s();
 	int r = wait_bounded(c, &st, secs);
