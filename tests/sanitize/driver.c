@@ -312,6 +312,12 @@ static void fork_and_wait(int k);
  * error: array index 0 not less than array length 0"). Written before
  * the workers start. */
 static int worker_forks = 1;
+/* The workers stop by this time (monotonic seconds) even if the main
+ * thread is late to say so (waiting for a slow child): every new block
+ * size is a new bucket, and a phase 1 that ran for minutes made each dump
+ * take seconds. Written before the workers start. */
+static double workers_end;
+static double now_s(void);
 
 static void *
 worker(void *arg)
@@ -324,6 +330,8 @@ worker(void *arg)
 		blk *b = &held[rnd(&s) % SLOTS];
 		uint64_t r = rnd(&s) % 100;
 		ops++;
+		if (ops % 256 == 0 && now_s() > workers_end)
+			break;
 		if (arg == 0 && worker_forks && ops % 2000 == 0 && ops / 2000 <= NFORK)
 			fork_and_wait(100 + (int)(ops / 2000));
 		if (!b->p) {
@@ -622,6 +630,7 @@ main(int argc, char **argv)
 	const char *pfd = getenv("SAN_PUSH_FD");
 	if (pfd)
 		pthread_create(&pth, NULL, push_server, (void *)(intptr_t)atoi(pfd));
+	workers_end = now_s() + secs + 10;
 	for (int i = 0; i < nt; i++)
 		pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
 	pthread_create(&dth, NULL, dumper, NULL);

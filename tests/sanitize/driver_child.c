@@ -4,9 +4,15 @@
  * bounded wait for it, and what a child that does not exit was doing.
  *
  * A child that does not exit within SAN_CHILD_SECS (default 120; a child
- * takes seconds, 7 s seen under load) gets SIGABRT, on which the
- * sanitizer prints its stack (the script sets handle_abort=1), then
- * SIGKILL if that does not end it. Its stack decides:
+ * takes seconds, 7 s seen under load), or that uses no CPU for
+ * SAN_CHILD_IDLE seconds (default 10: it never waits for anything, so it
+ * is blocked), gets SIGABRT, on which the sanitizer prints its stack (the
+ * script sets handle_abort=1), then SIGKILL if that does not end it. The
+ * idle test matters: while the main thread waits, the workers go on, and
+ * every new size is a new bucket (7,000 after a normal 5 s; 313,000 in two
+ * runs that crawled past 200 s, each periodic dump taking seconds; a child
+ * of the main thread held for 60 s made the endpoint answer 500, busy,
+ * and the next child take over 60 s). Its stack decides:
  *   - blocked inside the sanitizer runtime's allocator, under TSan: LLVM
  *     14's TSan holds only its internal allocator's locks across fork
  *     (ForkBefore -> AllocatorLock -> InternalAllocatorLock), not the user
@@ -56,19 +62,53 @@ mono_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* 1 when c was reaped (its status in *st), 0 after secs, -1 on error. */
-static int
-wait_bounded(pid_t c, int *st, double secs)
+/* The CPU time (clock ticks) process c has used, -1 if unknown. */
+static long long
+cpu_ticks(pid_t c)
 {
-	double end = mono_s() + secs;
-	for (;;) {
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)c);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	const char *p = strrchr(buf, ')'); /* after the command's name */
+	unsigned long long ut, stt;
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+	                 &ut, &stt) != 2)
+		return -1;
+	return (long long)(ut + stt);
+}
+
+/* 1 when c was reaped (its status in *st), 0 after secs or once it has
+ * used no CPU for idle seconds (blocked: a child never waits for
+ * anything), -1 on error. */
+static int
+wait_bounded(pid_t c, int *st, double secs, double idle)
+{
+	double start = mono_s(), end = start + secs, busy_at = start;
+	long long ticks = cpu_ticks(c);
+	for (int i = 1;; i++) {
 		pid_t r = waitpid(c, st, WNOHANG);
 		if (r == c)
 			return 1;
 		if (r < 0 && errno != EINTR)
 			return -1;
-		if (mono_s() >= end)
+		double now = mono_s();
+		if (now >= end)
 			return 0;
+		if (i % 50 == 0) { /* twice a second */
+			long long t = cpu_ticks(c);
+			if (t != ticks || t < 0)
+				busy_at = now;
+			ticks = t;
+			if (now - busy_at >= idle)
+				return 0;
+		}
 		struct timespec ts = {0, 10 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
@@ -114,15 +154,18 @@ child_wait(pid_t c, int k, const char *errpath)
 {
 	const char *v = getenv("SAN_CHILD_SECS");
 	double secs = v && atof(v) > 0 ? atof(v) : 120;
+	v = getenv("SAN_CHILD_IDLE");
+	double idle = v && atof(v) > 0 ? atof(v) : 10;
 	int st = 0, stuck = 0;
 	double t0 = mono_s();
-	int r = wait_bounded(c, &st, secs);
+	int r = wait_bounded(c, &st, secs, idle);
 	if (r == 1 && mono_s() - t0 > secs / 4) /* how close to the bound */
 		fprintf(stderr, "driver: child %d took %.1f s\n", k, mono_s() - t0);
 	if (r == 0) {
 		stuck = 1;
+		t0 = mono_s() - t0;
 		kill(c, SIGABRT); /* the sanitizer prints the stack */
-		r = wait_bounded(c, &st, 60);
+		r = wait_bounded(c, &st, 60, 60);
 		if (r == 0) {
 			kill(c, SIGKILL);
 			r = waitpid(c, &st, 0) == c ? 1 : -1;
@@ -155,9 +198,9 @@ child_wait(pid_t c, int k, const char *errpath)
 		}
 #endif
 		const char *s = strstr(rep, ": ABRT");
-		failf("child %d (pid %ld) did not exit in %.0f s; %s%.600s", k,
-		      (long)c, secs, s ? "its stack" : "no stack printed",
-		      s ? s : "");
+		failf("child %d (pid %ld) stuck (no exit in %.0f s, or no CPU used "
+		      "for %.0f s); %s%.600s", k, (long)c, t0, idle,
+		      s ? "its stack" : "no stack printed", s ? s : "");
 	} else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		failf("child %d: status %#x", k, st);
 	}
