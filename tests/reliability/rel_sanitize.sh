@@ -57,6 +57,16 @@ for v in tsan asan ubsan; do
 		fi
 		continue
 	fi
+	# The rule that tells a child stuck in TSan's own allocator (which
+	# does not fail the run) from any other stuck child, on four reports.
+	if [ $v = tsan ]; then
+		run_t "rel.sanitize.tsan.classify" 60 "$bin" classify >"$TMPD/classify" 2>&1 &&
+			if grep -q "^classify: ok" "$TMPD/classify"; then
+				pass "rel.sanitize.tsan.classify"
+			else
+				fail "rel.sanitize.tsan.classify" "$(head -c 600 "$TMPD/classify")"
+			fi
+	fi
 	# Each variant takes another unwinder or symbolizer, so that all of
 	# them run under some sanitizer.
 	case $v in

@@ -597,8 +597,10 @@ now_s(void)
 int
 main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "classify"))
+		return child_classify_selftest();
 	if (argc < 3) {
-		fprintf(stderr, "usage: driver SECONDS THREADS\n");
+		fprintf(stderr, "usage: driver SECONDS THREADS | driver classify\n");
 		return 2;
 	}
 	const char *ps = getenv("SAN_PUSH");

@@ -25,5 +25,6 @@ void reexec_for_push(char **argv);      /* never returns */
 extern _Atomic int stuck_known;  /* children stuck in the runtime's allocator */
 void child_stderr(const char *path);                 /* in the child */
 void child_wait(pid_t c, int k, const char *errpath); /* bounded; counts */
+int child_classify_selftest(void);                   /* `driver classify` */
 
 #endif

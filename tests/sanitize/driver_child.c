@@ -147,6 +147,74 @@ in_runtime_allocator(const char *rep)
 	}
 	return 0;
 }
+
+/* The names of the report's first frames, "a <- b <- c <- d". */
+static void
+top_frames(const char *rep, char *out, size_t cap)
+{
+	out[0] = 0;
+	const char *f = strstr(rep, ": ABRT");
+	f = f ? strstr(f, "#0 ") : NULL;
+	for (int i = 0; f && i < 4; i++) {
+		const char *name = f + strcspn(f, " ") + 1; /* after "#N " */
+		size_t l = strlen(out);
+		snprintf(out + l, cap - l, "%s%.*s", i ? " <- " : "",
+		         (int)strcspn(name, " (\n"), name);
+		f = strchr(f, '\n');
+		f = f ? strchr(f, '#') : NULL;
+	}
+}
+
+/* `driver classify`: the rule above on four reports, as TSan prints
+ * them: the stuck child seen here (its frames as gdb showed them), a
+ * child in pause(), a child busy (not waiting) in the allocator, and one
+ * waiting for a runtime lock that is not the allocator's. */
+int
+child_classify_selftest(void)
+{
+	static const char known[] =
+		"==1==ERROR: ThreadSanitizer: ABRT on unknown address 0x1 (pc 0x1)\n"
+		"    #0 __sanitizer::FutexWait(__sanitizer::atomic_uint32_t*, unsigned int) <null> (driver+0x1)\n"
+		"    #1 __sanitizer::Semaphore::Wait() <null> (driver+0x2)\n"
+		"    #2 __sanitizer::SizeClassAllocator64<__tsan::AP64>::GetFromAllocator(__sanitizer::AllocatorStats*, unsigned long, unsigned int*, unsigned long) <null> (driver+0x3)\n"
+		"    #3 __sanitizer::SizeClassAllocator64LocalCache<__sanitizer::SizeClassAllocator64<__tsan::AP64> >::Refill(x) <null> (driver+0x4)\n"
+		"    #4 __tsan::user_realloc(__tsan::ThreadState*, unsigned long, void*, unsigned long) <null> (driver+0x5)\n"
+		"    #5 realloc <null> (driver+0x6)\n"
+		"    #6 heapprof__pb_libc_realloc src/pprof/pb_write.c:29 (driver+0x7)\n";
+	static const char paused[] =
+		"==1==ERROR: ThreadSanitizer: ABRT on unknown address 0x1 (pc 0x1)\n"
+		"    #0 pause posix/../sysdeps/unix/sysv/linux/pause.c:29:10 (libc.so.6+0xd3df2)\n"
+		"    #1 pause <null> (driver+0x50f40)\n"
+		"    #2 child tests/sanitize/driver.c:505:3 (driver+0xd3f54)\n";
+	static const char busy[] =
+		"==1==ERROR: ThreadSanitizer: ABRT on unknown address 0x1 (pc 0x1)\n"
+		"    #0 __sanitizer::internal_memset(void*, int, unsigned long) <null> (driver+0x2e410)\n"
+		"    #1 __sanitizer::SizeClassAllocator64<__tsan::AP64>::PopulateFreeArray(x) <null> (driver+0x1)\n"
+		"    #2 __tsan::user_calloc(__tsan::ThreadState*, unsigned long, unsigned long, unsigned long) <null> (driver+0xafdc2)\n"
+		"    #3 __interceptor_calloc <null> (driver+0x52015)\n"
+		"    #4 collect_records src/collect/snapshot.c:231:26 (driver+0x1011e3)\n";
+	static const char runtime_lock[] =
+		"==1==ERROR: ThreadSanitizer: ABRT on unknown address 0x1 (pc 0x1)\n"
+		"    #0 __sanitizer::FutexWait(__sanitizer::atomic_uint32_t*, unsigned int) <null> (driver+0x1)\n"
+		"    #1 __sanitizer::Semaphore::Wait() <null> (driver+0x2)\n"
+		"    #2 __sanitizer::Mutex::Lock() <null> (driver+0x3)\n"
+		"    #3 __tsan::MetaMap::GetSync(x) <null> (driver+0x4)\n"
+		"    #4 pthread_mutex_lock <null> (driver+0x5)\n";
+	char top[600];
+	top_frames(known, top, sizeof(top));
+	int ok = in_runtime_allocator(known) && !in_runtime_allocator(paused) &&
+	         !in_runtime_allocator(busy) && !in_runtime_allocator(runtime_lock) &&
+	         !strncmp(top, "__sanitizer::FutexWait <- __sanitizer::Semaphore::Wait <- ", 58);
+	printf("classify: %s (%s)\n", ok ? "ok" : "FAILED", top);
+	return ok ? 0 : 1;
+}
+#else
+int
+child_classify_selftest(void)
+{
+	printf("classify: not under TSan\n");
+	return 0;
+}
 #endif
 
 void
@@ -190,9 +258,12 @@ child_wait(pid_t c, int k, const char *errpath)
 	} else if (stuck) {
 #ifdef ALLOC_NOT_FORK_SAFE
 		if (in_runtime_allocator(rep)) {
+			char top[600];
+			top_frames(rep, top, sizeof(top));
 			fprintf(stderr, "driver: child %d blocked in the sanitizer "
 			        "runtime's allocator, whose locks the runtime does "
-			        "not hold across fork (not the profiler's); killed\n", k);
+			        "not hold across fork (not the profiler's); killed: "
+			        "%s\n", k, top);
 			atomic_fetch_add(&stuck_known, 1);
 			return;
 		}
