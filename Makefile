@@ -272,7 +272,7 @@ define SAN_RULES
 $(B)/sanitize/$(1)/obj/%.o: %.c
 	@mkdir -p $$(dir $$@)
 	$$(SAN_CC) $$(SAN_FLAGS) $$(SAN_$(1)) -c $$< -o $$@
-$(B)/sanitize/$(1)/driver: tests/sanitize/driver.c tests/sanitize/driver_net.c $$(patsubst %.c,$(B)/sanitize/$(1)/obj/%.o,$$(SAN_SRC))
+$(B)/sanitize/$(1)/driver: tests/sanitize/driver.c tests/sanitize/driver_net.c tests/sanitize/driver_child.c tests/sanitize/driver.h $$(patsubst %.c,$(B)/sanitize/$(1)/obj/%.o,$$(SAN_SRC))
 	$$(SAN_CC) $$(SAN_FLAGS) $$(SAN_$(1)) -o $$@ $$(filter %.c %.o,$$^) $$(LIBS)
 endef
 $(foreach v,$(SAN_VARIANTS),$(eval $(call SAN_RULES,$(v))))

@@ -44,7 +44,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,8 +70,11 @@ size_t hp_malloc_usable_size(void *p);
  * its atfork lock around each handler). None under ASan: LLVM 14's ASan
  * does not hold its allocator's locks across fork, so a child that
  * allocates while another thread was inside malloc blocks for ever, with
- * or without the profiler; TSan does hold them, and UBSan uses glibc's
- * malloc, which does. */
+ * or without the profiler, and often. LLVM 14's TSan does not hold its
+ * user allocator's locks either (only its internal allocator's), which
+ * blocks a child now and then: such a child is recognised by its stack
+ * and killed (driver_child.c), so the forks stay. UBSan uses glibc's
+ * malloc, which holds its locks across fork. */
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define NFORK 0
@@ -310,6 +312,12 @@ static void fork_and_wait(int k);
  * error: array index 0 not less than array length 0"). Written before
  * the workers start. */
 static int worker_forks = 1;
+/* The workers stop by this time (monotonic seconds) even if the main
+ * thread is late to say so (waiting for a slow child): every new block
+ * size is a new bucket, and a phase 1 that ran for minutes made each dump
+ * take seconds. Written before the workers start. */
+static double workers_end;
+static double now_s(void);
 
 static void *
 worker(void *arg)
@@ -322,6 +330,8 @@ worker(void *arg)
 		blk *b = &held[rnd(&s) % SLOTS];
 		uint64_t r = rnd(&s) % 100;
 		ops++;
+		if (ops % 256 == 0 && now_s() > workers_end)
+			break;
 		if (arg == 0 && worker_forks && ops % 2000 == 0 && ops / 2000 <= NFORK)
 			fork_and_wait(100 + (int)(ops / 2000));
 		if (!b->p) {
@@ -488,11 +498,19 @@ dumper(void *arg)
 
 /* ------------------------------------------------------------------ fork */
 
+/* SAN_CHILD_HANG=K: child K blocks for ever instead (the check that a
+ * stuck child ends the run with its stack, not a hang). */
+static int child_hang = -1;
+
 /* In a child forked while every other thread allocates and dumps: dump,
- * allocate, dump to a file, exit. */
+ * allocate, dump to a file, exit. Its stderr is a file of its own, which
+ * the parent copies to its stderr (driver_child.c). */
 static void
-child(int k)
+child(int k, const char *errpath)
 {
+	child_stderr(errpath);
+	while (k == child_hang)
+		pause();
 	atomic_store(&errors, 0); /* the parent's, if any, are counted there */
 	sbuf b = {0};
 	pprof_ok("child dump", heapprof_dump(sbuf_write, &b, 0), &b);
@@ -511,17 +529,20 @@ child(int k)
 	_exit(atomic_load(&errors) ? 1 : 0);
 }
 
+/* The wait is bounded: a child stuck for ever (a lock inherited locked)
+ * ends with its stack printed, not with the run hanging. */
 static void
 fork_and_wait(int k)
 {
+	char errpath[3100];
+	snprintf(errpath, sizeof(errpath), "%s/child.%d.err", tmpdir, k);
 	pid_t c = fork();
 	if (c == 0)
-		child(k);
-	int st;
-	if (c < 0 || waitpid(c, &st, 0) != c)
-		failf("fork/wait: %s", strerror(errno));
-	else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		failf("child %d: status %#x", k, st);
+		child(k, errpath);
+	if (c < 0)
+		failf("fork: %s", strerror(errno));
+	else
+		child_wait(c, k, errpath);
 }
 
 /* ----------------------------------------------------------------- phase 2 */
@@ -576,8 +597,10 @@ now_s(void)
 int
 main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "classify"))
+		return child_classify_selftest();
 	if (argc < 3) {
-		fprintf(stderr, "usage: driver SECONDS THREADS\n");
+		fprintf(stderr, "usage: driver SECONDS THREADS | driver classify\n");
 		return 2;
 	}
 	const char *ps = getenv("SAN_PUSH");
@@ -600,6 +623,8 @@ main(int argc, char **argv)
 		                "malloc (did bootstrap.c stop using dlsym?)\n");
 		return 2;
 	}
+	const char *hv = getenv("SAN_CHILD_HANG");
+	child_hang = hv && *hv ? atoi(hv) : -1;
 	const char *ex = getenv("SAN_EXIT");
 	int exit_early = ex && !strcmp(ex, "1");
 	worker_forks = !exit_early;
@@ -607,6 +632,7 @@ main(int argc, char **argv)
 	const char *pfd = getenv("SAN_PUSH_FD");
 	if (pfd)
 		pthread_create(&pth, NULL, push_server, (void *)(intptr_t)atoi(pfd));
+	workers_end = now_s() + secs + 10;
 	for (int i = 0; i < nt; i++)
 		pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
 	pthread_create(&dth, NULL, dumper, NULL);
@@ -695,8 +721,9 @@ main(int argc, char **argv)
 		pthread_join(pth, NULL);
 	}
 	long e = atomic_load(&errors);
-	printf("driver: %d threads, %ld ops, %d forks, %d pushes, %lld objects "
-	       "checked at rate 1: %s\n", nt, ops, forks, atomic_load(&pushes),
-	       want_o, e ? "FAILED" : "ok");
+	printf("driver: %d threads, %ld ops, %d forks (%d stuck in the "
+	       "sanitizer's allocator), %d pushes, %lld objects checked at rate "
+	       "1: %s\n", nt, ops, forks, atomic_load(&stuck_known),
+	       atomic_load(&pushes), want_o, e ? "FAILED" : "ok");
 	return e ? 1 : 0;
 }

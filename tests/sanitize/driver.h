@@ -6,6 +6,7 @@
 #define HP_SAN_DRIVER_H
 
 #include <stdatomic.h>
+#include <sys/types.h>
 
 extern _Atomic long errors;   /* failed checks */
 extern _Atomic int stop;      /* phase 1 is over */
@@ -19,5 +20,11 @@ void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *http_client(void *port);          /* GETs until stop */
 void *push_server(void *listen_fd);     /* answers pushes until stop_push */
 void reexec_for_push(char **argv);      /* never returns */
+
+/* driver_child.c */
+extern _Atomic int stuck_known;  /* children stuck in the runtime's allocator */
+void child_stderr(const char *path);                 /* in the child */
+void child_wait(pid_t c, int k, const char *errpath); /* bounded; counts */
+int child_classify_selftest(void);                   /* `driver classify` */
 
 #endif
