@@ -12,9 +12,8 @@
  * A sample in the usual wire form is read straight from its bytes (its
  * location ids through loc_frame[] to frames), anything else through the
  * decoder, which validates it. Its key is predicted from the last call's
- * order (the key that followed the previous one, else the next key id) and
- * confirmed by walking the predicted key's stack against the sample's
- * frames: a profile written in the same order as the last one takes no
+ * order (the key that followed the previous one) and confirmed by walking
+ * the predicted key's stack against the sample's frames: a profile written in the same order as the last one takes no
  * hash lookup. Anything else is looked up node by node. Eviction is in
  * delta_evict.c.
  */
@@ -503,17 +502,11 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 		vals = s.values;
 	}
 	const uint32_t *fr = d->keybuf;
-	/* The key that followed the previous one last time, else the next
-	 * key id; else the tables. */
+	/* The key that followed the previous one last time, else the
+	 * tables. */
 	uint32_t c = d->prev_key == DELTA_NONE ? d->first_key
 	                                       : d->key_next[d->prev_key];
-	if (d->slow_only & DELTA_SLOW_NOPRED) {
-		HP_TRY(key_intern(d, fr, nf, ls, &kid));
-	} else if (key_is(d, c, fr, nf, ls)) {
-		kid = c;
-		d->pred_hits++;
-	} else if (c = d->prev_key == DELTA_NONE ? 0 : d->prev_key + 1,
-	           key_is(d, c, fr, nf, ls)) {
+	if (!(d->slow_only & DELTA_SLOW_NOPRED) && key_is(d, c, fr, nf, ls)) {
 		kid = c;
 		d->pred_hits++;
 	} else {
