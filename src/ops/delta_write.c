@@ -133,16 +133,16 @@ heapprof__delta_out_begin(heapprof_delta *d, unsigned flags,
 	return w->err;
 }
 
-/* The values and labels of a Sample and its end (its begin and location
- * ids are written by the caller). */
-static int
-out_tail(heapprof_delta *d, const int64_t *values, size_t nvalues,
-         const pprof_label *labels, size_t nlabels)
+int
+heapprof__delta_out_sample(heapprof_delta *d, const pprof_sample *s,
+                           const int64_t *values)
 {
 	pb_writer *w = &d->w;
-	heapprof__pb_packed_i64(w, 2, values, nvalues);
-	for (size_t i = 0; i < nlabels; i++) {
-		const pprof_label *lb = &labels[i];
+	heapprof__pb_begin(w, PPROF_SAMPLE);
+	heapprof__pb_packed_u64(w, 1, s->location_ids, s->nlocations);
+	heapprof__pb_packed_i64(w, 2, values, s->nvalues);
+	for (size_t i = 0; i < s->nlabels; i++) {
+		const pprof_label *lb = &s->labels[i];
 		heapprof__pb_begin(w, 3);
 		heapprof__pb_uint_opt(w, 1, str_out(d, lb->key));
 		heapprof__pb_uint_opt(w, 2, str_out(d, lb->str));
@@ -151,17 +151,6 @@ out_tail(heapprof_delta *d, const int64_t *values, size_t nvalues,
 		heapprof__pb_end(w);
 	}
 	heapprof__pb_end(w);
-	return w->err;
-}
-
-int
-heapprof__delta_out_sample(heapprof_delta *d, const pprof_sample *s,
-                           const int64_t *values)
-{
-	pb_writer *w = &d->w;
-	heapprof__pb_begin(w, PPROF_SAMPLE);
-	heapprof__pb_packed_u64(w, 1, s->location_ids, s->nlocations);
-	HP_TRY(out_tail(d, values, s->nvalues, s->labels, s->nlabels));
 	for (size_t i = 0; i < s->nlocations; i++)
 		d->loc_used[s->location_index[i]] = 1;
 	return w->err;
