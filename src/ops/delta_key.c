@@ -292,7 +292,7 @@ key_intern(heapprof_delta *d, const uint32_t *fr, size_t nf, uint32_t ls,
 
 /* The frames (into keybuf, leaf first), label set and values of the
  * sample at (off, len) read straight from its bytes when it has the usual
- * form (sample_field's; packed or single location ids; one packed values
+ * form (sample_field's; packed location ids; one packed values
  * field; at most one label in label_fields' form): 1, *nfp set. Anything
  * else, or anything the decoder would reject: 0 (the decoder then
  * decides). */
@@ -315,15 +315,15 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 	while (p < e) {
 		uint8_t tag;
 		uint64_t n, v = 0;
-		if (!sample_field(&p, e, hard, &tag, &n))
+		if (!sample_field(&p, e, hard, &tag, &n) ||
+		    tag == TAG_SAMPLE_LOCATION_ID)
 			return 0;
-		bool one = tag == TAG_SAMPLE_LOCATION_ID;
-		const uint8_t *fe = one ? p : p + n;
-		if (one || tag == TAG_SAMPLE_LOCATION_IDS) {
-			if (!one && n == 0)
+		const uint8_t *fe = p + n;
+		if (tag == TAG_SAMPLE_LOCATION_IDS) {
+			if (n == 0)
 				return 0;
-			for (v = n; one || p < fe; one = false) {
-				if (!one && !packed_next(&p, fe, hard, &v))
+			while (p < fe) {
+				if (!packed_next(&p, fe, hard, &v))
 					return 0;
 				long li = idmap_find(&dec->loc_ids, dec->locs, v);
 				if (li < 0)

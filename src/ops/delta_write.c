@@ -175,10 +175,8 @@ fast_label(heapprof_delta *d, const uint8_t *q, const uint8_t *fe,
 	return put_varints(out, 3, f, 4); /* Sample.label */
 }
 
-/* Most labels and unpacked ids per sample the fast path re-encodes on the
- * stack. */
+/* Most labels per sample the fast path re-encodes on the stack. */
 #define FAST_MAXLAB 8
-#define FAST_MAXUNP 8
 
 int
 heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
@@ -189,25 +187,14 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 	const uint8_t *hard = dec->s_hard;
 	const uint8_t *ids = NULL; /* the one packed ids field */
 	size_t ids_len = 0, nids_fields = 0, lab_len = 0, nlab = 0;
-	size_t nunp = 0, unp_len = 0;
-	uint8_t lab[FAST_MAXLAB * 46], unp[FAST_MAXUNP * 10];
+	uint8_t lab[FAST_MAXLAB * 46];
 	bool minimal = true;
 	while (p < e) {
 		uint8_t tag;
 		uint64_t n;
-		if (!sample_field(&p, e, hard, &tag, &n))
+		if (!sample_field(&p, e, hard, &tag, &n) ||
+		    tag == TAG_SAMPLE_LOCATION_ID)
 			return 0;
-		if (tag == TAG_SAMPLE_LOCATION_ID) {
-			/* One unpacked id (Go's runtime writes stacks of one
-			 * or two frames so): re-encoded packed below. */
-			long li = idmap_find(&dec->loc_ids, dec->locs, n);
-			if (nunp == FAST_MAXUNP || li < 0)
-				return 0;
-			d->loc_used[li] = 1;
-			unp_len += heapprof__pb_put_varint_fast(unp + unp_len, n);
-			nunp++;
-			continue;
-		}
 		const uint8_t *q = p, *fe = p + n;
 		p = fe;
 		if (tag == TAG_SAMPLE_LOCATION_IDS) {
@@ -264,14 +251,9 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 			nlab++;
 		}
 	}
-	/* Anything but one minimal packed run of ids, or only unpacked ones:
-	 * the decoder's path. */
-	if (nids_fields > 1 || !minimal || (nids_fields && nunp))
+	/* Anything but one minimal packed run of ids: the decoder's path. */
+	if (nids_fields > 1 || !minimal)
 		return 0;
-	if (nunp) {
-		ids = unp;
-		ids_len = unp_len;
-	}
 	size_t nt = dec->ntypes;
 	uint8_t vb[DELTA_MAXT * 10];
 	size_t vlen = 0;
