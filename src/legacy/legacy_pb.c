@@ -210,7 +210,7 @@ write_to(const hp_legacy *p, pb_sink_fn *out, void *out_ctx)
 	memset(&x, 0, sizeof(x));
 	x.p = p;
 	heapprof__pb_init(&x.w, NULL, NULL, out, out_ctx);
-	int rc = heapprof__strtab_init(&x.st);
+	int rc = heapprof__strtab_init_pprof(&x.st);
 	if (!rc)
 		rc = body(&x);
 	heapprof__pb_free(&x.w);

@@ -51,8 +51,9 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	d->max_age = opt->max_age ? opt->max_age : DEFAULT_MAX_AGE;
 	d->first_key = d->prev_key = DELTA_NONE;
 	heapprof__dp_init(&d->addr_frames, rf, d->rctx);
-	heapprof__dt_init(&d->line_frames, rf, d->rctx);
-	heapprof__dt_init(&d->labelsets, rf, d->rctx);
+	heapprof__strtab_init(&d->line_frames, rf, d->rctx);
+	heapprof__strtab_init(&d->labelsets, rf, d->rctx);
+	heapprof__strtab_init(&d->types, rf, d->rctx);
 	heapprof__dp_init(&d->nodes, rf, d->rctx);
 	heapprof__dp_init(&d->keys, rf, d->rctx);
 	heapprof__pprof_dec_init(&d->dec, rf, d->rctx);
@@ -111,7 +112,9 @@ heapprof_delta_free(heapprof_delta *d)
 	heapprof__pprof_dec_free(&d->dec);
 	heapprof__delta_release(d, &d->loc_frame, d->loc_frame_cap * 4);
 	heapprof__delta_release(d, &d->keybuf, d->keybuf_cap * 4);
-	heapprof__delta_release(d, &d->ptypes, d->ptypes_cap);
+	heapprof__strtab_free(&d->types);
+	heapprof__delta_release(d, &d->tid, d->tid_cap * 4);
+	heapprof__delta_release(d, &d->ptid, d->ptid_cap * 4);
 	heapprof__delta_release(d, &d->bbuf, d->bbuf_cap);
 	heapprof__delta_release(d, &d->lorder, d->lorder_cap * 4);
 	heapprof__delta_release(d, &d->items, d->items_cap * sizeof(delta_item));
@@ -133,11 +136,10 @@ HP_EXPORT void
 heapprof_delta_reset(heapprof_delta *d)
 {
 	heapprof__dp_clear(&d->addr_frames);
-	heapprof__dt_clear(&d->line_frames);
-	heapprof__dt_clear(&d->labelsets);
+	heapprof__strtab_clear(&d->line_frames);
+	heapprof__strtab_clear(&d->labelsets);
 	heapprof__dp_clear(&d->nodes);
 	heapprof__dp_clear(&d->keys);
-	d->frames_kept = false;
 	d->first_key = DELTA_NONE;
 	d->have_prev = false;
 	d->prev_time = 0;
@@ -154,15 +156,14 @@ heapprof_delta_get_stats(const heapprof_delta *d, heapprof_delta_stats *st)
 	st->last_samples_in = d->last_in;
 	st->last_samples_out = d->last_out;
 	size_t b = heapprof__dp_memory(&d->addr_frames) +
-	           heapprof__dt_memory(&d->line_frames) +
-	           heapprof__dt_memory(&d->labelsets) +
+	           heapprof__strtab_memory(&d->line_frames) +
+	           heapprof__strtab_memory(&d->labelsets) +
 	           heapprof__dp_memory(&d->nodes) +
 	           heapprof__dp_memory(&d->keys);
 	b += heapprof__delta_prev_bytes(d, d->kcap) + d->kcap * 20;
 	b += heapprof__pprof_dec_memory(&d->dec);
-	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 +
-	     d->ptypes_cap +
-	     d->bbuf_cap +
+	b += heapprof__strtab_memory(&d->types) + (d->tid_cap + d->ptid_cap) * 4;
+	b += d->loc_frame_cap * 4 + d->keybuf_cap * 4 + d->bbuf_cap +
 	     d->lorder_cap * 4 + d->items_cap * sizeof(delta_item) +
 	     d->acc_cap * 8 + d->slot_cap * 4 + d->outv_cap * 8 +
 	     d->tcol_cap * 4 +
@@ -317,87 +318,32 @@ add_column(heapprof_delta *d, size_t k)
 	return 0;
 }
 
-/* Bytes type t of the input takes in ptypes. */
-static size_t
-type_bytes(const pprof_dec *dec, size_t t)
-{
-	size_t a, b;
-	heapprof__pprof_string(dec, dec->types[t].type, &a);
-	heapprof__pprof_string(dec, dec->types[t].unit, &b);
-	return 8 + a + b;
-}
-
-/* Whether input type t is the entry of ptypes at *off. */
+/* Whether each of a[0, n) is among b[0, n). */
 static bool
-type_is(const heapprof_delta *d, size_t t, size_t off)
+all_in(const uint32_t *a, const uint32_t *b, size_t n)
 {
-	const pprof_dec *dec = &d->dec;
-	const uint8_t *p = d->ptypes + off;
-	for (int k = 0; k < 2; k++) {
-		size_t n;
-		const char *str = heapprof__pprof_string(
-			dec, k ? dec->types[t].unit : dec->types[t].type, &n);
-		uint32_t pl;
-		memcpy(&pl, p, 4);
-		if (pl != n || memcmp(p + 4, str, n) != 0)
+	for (size_t i = 0, j; i < n; i++) {
+		for (j = 0; j < n && b[j] != a[i]; j++)
+			;
+		if (j == n)
 			return false;
-		p += 4 + n;
 	}
 	return true;
 }
 
-/* The offset in ptypes after the entry at off. */
-static size_t
-entry_end(const heapprof_delta *d, size_t off)
-{
-	uint32_t a, b;
-	memcpy(&a, d->ptypes + off, 4);
-	memcpy(&b, d->ptypes + off + 4 + a, 4);
-	return off + 8 + (size_t)a + b;
-}
-
-/* Whether input type t is among the last call's types. */
-static bool
-type_was(const heapprof_delta *d, size_t t)
-{
-	size_t off = 0;
-	for (size_t u = 0; u < d->pnt; u++) {
-		if (type_is(d, t, off))
-			return true;
-		off = entry_end(d, off);
-	}
-	return false;
-}
-
-/* Whether the input's sample types are the last call's: as many, and the
- * same set both ways (a type twice and another missing is not). */
+/* Whether the input's sample types (tid) are the last call's (ptid): as
+ * many, and the same set both ways (a type twice and another missing is
+ * not); more than 64: in the same order. */
 static bool
 same_types(const heapprof_delta *d)
 {
-	const pprof_dec *dec = &d->dec;
-	size_t nt = dec->ntypes, off = 0, t;
+	size_t nt = d->dec.ntypes;
 	if (nt != d->pnt)
 		return false;
-	for (t = 0; t < nt && type_is(d, t, off); t++)
-		off += type_bytes(dec, t);
-	if (t == nt)
-		return true; /* in the same order */
-	if (nt > 64)
-		return false;
-	for (t = 0; t < nt; t++)
-		if (!type_was(d, t))
-			return false;
-	/* Each of the last call's types among the input's. */
-	off = 0;
-	for (size_t u = 0; u < d->pnt; u++) {
-		bool found = false;
-		for (t = 0; t < nt && !found; t++)
-			found = type_is(d, t, off);
-		if (!found)
-			return false;
-		off = entry_end(d, off);
-	}
-	return true;
+	if (memcmp(d->tid, d->ptid, nt * 4) == 0)
+		return true;
+	return nt <= 64 && all_in(d->tid, d->ptid, nt) &&
+	       all_in(d->ptid, d->tid, nt);
 }
 
 /* The checks of flags SUBTRACT and SAME_TYPES. */
@@ -415,36 +361,6 @@ check_types(const heapprof_delta *d, unsigned flags)
 			return HEAPPROF_ENOSUBTRACT;
 	}
 	return 0;
-}
-
-/* Room to keep this call's sample types (before commit: cannot fail
- * after). */
-static int
-types_room(heapprof_delta *d)
-{
-	size_t n = 0;
-	for (size_t t = 0; t < d->dec.ntypes; t++)
-		n += type_bytes(&d->dec, t);
-	return heapprof__delta_grow(d, &d->ptypes, &d->ptypes_cap, n + 1, 1);
-}
-
-static void
-save_types(heapprof_delta *d)
-{
-	const pprof_dec *dec = &d->dec;
-	uint8_t *p = d->ptypes;
-	for (size_t t = 0; t < dec->ntypes; t++)
-		for (int k = 0; k < 2; k++) {
-			size_t n;
-			const char *str = heapprof__pprof_string(
-				dec, k ? dec->types[t].unit : dec->types[t].type,
-				&n);
-			uint32_t l = (uint32_t)n;
-			memcpy(p, &l, 4);
-			memcpy(p + 4, str, n);
-			p += 4 + n;
-		}
-	d->pnt = dec->ntypes;
 }
 
 /* Per-call setup: type slots and per-location caches. */
@@ -480,6 +396,24 @@ prepare(heapprof_delta *d)
 	HP_TRY(heapprof__delta_grow(d, &d->tcol, &d->tcol_cap, nt + 1, 4));
 	for (size_t t = 0; t < nt; t++)
 		d->tcol[t] = d->slot[t] >= 0 ? d->ncol[d->slot[t]] : -1;
+	/* Each type's id in `types` (its type, then its unit), and room to
+	 * keep them for the next call (commit cannot fail). */
+	HP_TRY(heapprof__delta_grow(d, &d->tid, &d->tid_cap, nt + 1, 4));
+	HP_TRY(heapprof__delta_grow(d, &d->ptid, &d->ptid_cap, nt + 1, 4));
+	for (size_t t = 0; t < nt; t++) {
+		size_t a, b;
+		const pprof_value_type *vt = &dec->types[t];
+		const char *ty = heapprof__pprof_string(dec, vt->type, &a);
+		const char *un = heapprof__pprof_string(dec, vt->unit, &b);
+		uint32_t l = (uint32_t)a;
+		HP_TRY(heapprof__delta_grow(d, &d->bbuf, &d->bbuf_cap,
+		                            4 + a + b, 1));
+		memcpy(d->bbuf, &l, 4);
+		memcpy(d->bbuf + 4, ty, a);
+		memcpy(d->bbuf + 4 + a, un, b);
+		HP_TRY(heapprof__strtab_intern(&d->types, d->bbuf, 4 + a + b,
+		                               &d->tid[t]));
+	}
 	HP_TRY(heapprof__delta_reserve(d));
 	return heapprof__delta_key_prepare(d);
 }
@@ -505,8 +439,6 @@ compute(heapprof_delta *d, int rc, unsigned flags, heapprof_write_fn *write,
 			dur = t - d->prev_time;
 		rc = heapprof__delta_out_finish(d, flags, t, dur);
 	}
-	if (rc == 0)
-		rc = types_room(d);
 	if (rc < 0)
 		return rc;
 	rc = commit(d);
@@ -514,7 +446,8 @@ compute(heapprof_delta *d, int rc, unsigned flags, heapprof_write_fn *write,
 		heapprof_delta_reset(d);
 		return rc;
 	}
-	save_types(d);
+	memcpy(d->ptid, d->tid, d->dec.ntypes * 4);
+	d->pnt = d->dec.ntypes;
 	d->prev_time = d->dec.time_nanos;
 	d->have_prev = true;
 	d->calls++;

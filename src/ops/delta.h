@@ -12,7 +12,7 @@
 
 #include "heapprof.h"
 #include "delta_pairs.h"
-#include "delta_table.h"
+#include "strtab.h"
 #include "gz.h"
 #include "pb.h"
 #include "pprof_dec.h"
@@ -79,8 +79,8 @@ struct heapprof_delta {
 	 * root, its key (stack node, label set). */
 	struct {
 		dp_table addr_frames; /* frames by address (two halves): id f */
-		dt_table line_frames; /* frames by lines: id DELTA_LFRAME | f */
-		dt_table labelsets;
+		strtab line_frames; /* frames by lines: id DELTA_LFRAME | f */
+		strtab labelsets;
 		dp_table nodes; /* id + 1 is a node; 0 the empty stack */
 		dp_table keys;  /* (node, label set id or DELTA_NONE) */
 		/* Per key (kcap rows): the previous profile's values, npcols
@@ -98,30 +98,25 @@ struct heapprof_delta {
 		int64_t prev_time;
 		bool have_prev;
 		uint64_t calls, evicted;
-		/* the last successful call's sample types, for SAME_TYPES:
-		 * per type a u32 length and the bytes of its type, then of
-		 * its unit */
-		uint8_t *ptypes;
-		size_t ptypes_cap, pnt;
+		/* Sample types (a u32 length and the bytes of the type, then
+		 * those of its unit) by id, and the ids of the last successful
+		 * call's, in input order (SAME_TYPES) */
+		strtab types;
+		uint32_t *ptid;
+		size_t ptid_cap, pnt;
 	};
 
 	/* --- caches, exact or checked before use */
 	struct {
 		/* loc_frame[location index] -> frame id or DELTA_NONE,
-		 * filled as samples need it; kept to the next call when the
-		 * decoder knows its records again (records_same, read mode)
-		 * and every location has an address (frames_kept), and the
-		 * decoder's records are the ones it was filled for
-		 * (frames_gen). */
+		 * filled as samples need it in one call. */
 		uint32_t *loc_frame;
 		size_t loc_frame_cap;
-		bool frames_kept;
-		uint64_t frames_gen;
 		delta_label_cache label_cache[DELTA_LABEL_CACHE];
 		uint32_t label_epoch;
 		/* Prediction: the next sample's key is the one that
-		 * followed the previous sample's last time (key_next), else
-		 * the next key id; confirmed exactly. */
+		 * followed the previous sample's last time (key_next),
+		 * confirmed exactly. */
 		uint32_t prev_key;  /* the previous sample's, this call */
 		uint64_t pred_hits; /* (tests) */
 	};
@@ -145,6 +140,8 @@ struct heapprof_delta {
 		size_t slot_cap;
 		int32_t *tcol; /* per input type: its prev[] column or -1 */
 		size_t tcol_cap;
+		uint32_t *tid; /* per input type: its id in types */
+		size_t tid_cap;
 		uint32_t *sub; /* subtracted types: input indexes, then
 		                * name slots */
 		size_t sub_cap;
@@ -197,15 +194,6 @@ heapprof__delta_release(heapprof_delta *d, void *pp, size_t bytes)
 int heapprof__delta_key_prepare(heapprof_delta *d);
 int heapprof__delta_reserve(heapprof_delta *d);
 int heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len);
-/* Label set id of one label whose string indexes are valid. */
-int heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
-                                 uint32_t *out);
-/* Adds one sample's values to key kid's item (usual: the sample has the
- * usual form, and its values are read again from its bytes later; else
- * they are in `values` only). */
-int heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
-                               uint32_t len, const int64_t *values,
-                               bool usual);
 
 /* Key kid follows the previous sample's. */
 HP_INLINE void

@@ -14,7 +14,7 @@
 /* The new tables compact builds, and old id -> new id maps. */
 typedef struct rebuilt {
 	dp_table addr_frames;
-	dt_table line_frames, labelsets;
+	strtab line_frames, labelsets;
 	dp_table nodes, keys;
 	/* DELTA_NONE: not carried over */
 	uint32_t *afmap, *fmap, *lmap, *nmap;
@@ -23,16 +23,16 @@ typedef struct rebuilt {
 	size_t cap;
 } rebuilt;
 
-/* An entry of dt_table src carried into dst (through map). */
+/* An entry of strtab src carried into dst (through map). */
 static int
-carry(const dt_table *src, dt_table *dst, uint32_t *map, uint32_t id,
+carry(const strtab *src, strtab *dst, uint32_t *map, uint32_t id,
       uint32_t *out)
 {
 	if (map[id] == DELTA_NONE) {
 		size_t bl;
-		const uint8_t *b = heapprof__dt_bytes(src, id, &bl);
-		int rc = heapprof__dt_intern(dst, b, bl, src->ents[id].hash,
-		                             &map[id]);
+		const uint8_t *b = heapprof__strtab_get(src, id, &bl);
+		int rc = heapprof__strtab_add(dst, b, bl, src->ents[id].hash,
+		                              &map[id]);
 		if (rc < 0)
 			return rc;
 	}
@@ -95,8 +95,8 @@ rebuilt_free(heapprof_delta *d, rebuilt *r, bool tables)
 {
 	if (tables) {
 		heapprof__dp_free(&r->addr_frames);
-		heapprof__dt_free(&r->line_frames);
-		heapprof__dt_free(&r->labelsets);
+		heapprof__strtab_free(&r->line_frames);
+		heapprof__strtab_free(&r->labelsets);
 		heapprof__dp_free(&r->nodes);
 		heapprof__dp_free(&r->keys);
 		heapprof__delta_release(d, &r->prev,
@@ -155,8 +155,8 @@ heapprof__delta_compact(heapprof_delta *d, size_t live)
 	rebuilt r;
 	memset(&r, 0, sizeof(r));
 	heapprof__dp_init(&r.addr_frames, d->rf, d->rctx);
-	heapprof__dt_init(&r.line_frames, d->rf, d->rctx);
-	heapprof__dt_init(&r.labelsets, d->rf, d->rctx);
+	heapprof__strtab_init(&r.line_frames, d->rf, d->rctx);
+	heapprof__strtab_init(&r.labelsets, d->rf, d->rctx);
 	heapprof__dp_init(&r.nodes, d->rf, d->rctx);
 	heapprof__dp_init(&r.keys, d->rf, d->rctx);
 	r.cap = live ? live : 1;
@@ -178,10 +178,8 @@ heapprof__delta_compact(heapprof_delta *d, size_t live)
 	d->kpos = r.kpos;
 	d->key_next = r.key_next;
 	d->kcap = r.cap;
-	/* Frame, label set and key ids changed: no frames kept for
-	 * locations, no prediction from the last order (the label cache
-	 * lasts one call). */
-	d->frames_kept = false;
+	/* Key ids changed: no prediction from the last order (the frame
+	 * and label caches last one call). */
 	d->first_key = DELTA_NONE;
 	return 0;
 }

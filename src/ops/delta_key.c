@@ -4,19 +4,18 @@
  * the address is 0; a label set is its labels sorted by content; a stack is
  * a path of nodes (parent node, frame) from the root, shared by every stack
  * with the same root-side frames; a key is (stack node, label set). Frames
- * by lines and label sets are interned in dt_tables that compare bytes
- * exactly; frames by address, nodes and keys in pair tables
+ * by lines and label sets are interned in strtabs (strtab.c) that compare
+ * bytes exactly; frames by address, nodes and keys in pair tables
  * (delta_pairs.c), so a key costs 8 bytes and a stack about one node per
  * sample, whatever its depth.
  *
  * A sample in the usual wire form is read straight from its bytes (its
  * location ids through loc_frame[] to frames), anything else through the
  * decoder, which validates it. Its key is predicted from the last call's
- * order (the key that followed the previous one, else the next key id) and
- * confirmed by walking the predicted key's stack against the sample's
- * frames: a profile written in the same order as the last one takes no
- * hash lookup. Anything else is looked up node by node. Eviction is in
- * delta_evict.c.
+ * order (the key that followed the previous one) and confirmed by walking
+ * the predicted key's stack against the sample's frames: a profile written
+ * in the same order as the last one takes no hash lookup. Anything else
+ * is looked up node by node. Eviction is in delta_evict.c.
  */
 #include <errno.h>
 #include <string.h>
@@ -73,8 +72,7 @@ frame_of(heapprof_delta *d, uint32_t li, uint32_t *out)
 		HP_TRY(bput_str(d, &n, fn.filename));
 		HP_TRY(bput(d, &n, &l.lines[k].line, 8));
 	}
-	int rc = heapprof__dt_intern(&d->line_frames, d->bbuf, n,
-	                             heapprof__dt_hash(d->bbuf, n), out);
+	int rc = heapprof__strtab_intern(&d->line_frames, d->bbuf, n, out);
 	if (rc < 0 || *out >= DELTA_LFRAME)
 		return -ENOMEM;
 	*out |= DELTA_LFRAME;
@@ -142,16 +140,13 @@ labelset_of(heapprof_delta *d, const pprof_sample *s, uint32_t *out)
 	size_t n = 0;
 	for (size_t i = 0; i < s->nlabels; i++)
 		HP_TRY(put_label(d, &n, &s->labels[d->lorder[i]]));
-	int rc = heapprof__dt_intern(&d->labelsets, d->bbuf, n,
-	                             heapprof__dt_hash(d->bbuf, n), out);
-	return rc < 0 ? rc : 0;
+	return heapprof__strtab_intern(&d->labelsets, d->bbuf, n, out);
 }
 
 /* Label set id of one label (its string indexes valid), through the
  * label cache. */
-int
-heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
-                             uint32_t *out)
+static int
+labelset_one(heapprof_delta *d, const pprof_label *lb, uint32_t *out)
 {
 	uint64_t h = ((uint64_t)lb->num ^ (uint64_t)lb->key << 40 ^
 	              (uint64_t)lb->str << 20 ^ lb->num_unit) *
@@ -164,10 +159,7 @@ heapprof__delta_labelset_one(heapprof_delta *d, const pprof_label *lb,
 	}
 	size_t n = 0;
 	HP_TRY(put_label(d, &n, lb));
-	int rc = heapprof__dt_intern(&d->labelsets, d->bbuf, n,
-	                             heapprof__dt_hash(d->bbuf, n), out);
-	if (rc < 0)
-		return rc;
+	HP_TRY(heapprof__strtab_intern(&d->labelsets, d->bbuf, n, out));
 	*c = (delta_label_cache){d->label_epoch, lb->key, lb->str,
 	                         lb->num_unit, *out, lb->num};
 	return 0;
@@ -221,13 +213,6 @@ int
 heapprof__delta_key_prepare(heapprof_delta *d)
 {
 	const pprof_dec *dec = &d->dec;
-	/* The frames of the last valid profile's locations, if its records
-	 * are these (addresses only: lines would name strings, which the
-	 * records do not cover). Not kept if the room below fails: the
-	 * decoder's last valid profile is this one then. */
-	bool keep = d->frames_kept && dec->records_same &&
-	            dec->rec_gen == d->frames_gen;
-	d->frames_kept = false;
 	HP_TRY(heapprof__delta_grow(d, &d->loc_frame, &d->loc_frame_cap,
 	                            dec->nlocs + 1, 4));
 	/* String indexes name other strings in another call. */
@@ -235,13 +220,7 @@ heapprof__delta_key_prepare(heapprof_delta *d)
 		memset(d->label_cache, 0, sizeof(d->label_cache));
 		d->label_epoch = 1;
 	}
-	if (!keep)
-		memset(d->loc_frame, 0xff, dec->nlocs * 4);
-	bool ok = dec->rec_valid;
-	for (size_t i = 0; i < dec->nlocs && ok; i++)
-		ok = dec->loc_addr[i] != 0;
-	d->frames_kept = ok;
-	d->frames_gen = dec->rec_gen;
+	memset(d->loc_frame, 0xff, dec->nlocs * 4);
 	d->prev_key = DELTA_NONE;
 	return 0;
 }
@@ -313,7 +292,7 @@ key_intern(heapprof_delta *d, const uint32_t *fr, size_t nf, uint32_t ls,
 
 /* The frames (into keybuf, leaf first), label set and values of the
  * sample at (off, len) read straight from its bytes when it has the usual
- * form (sample_field's; packed or single location ids; one packed values
+ * form (sample_field's; packed location ids; one packed values
  * field; at most one label in label_fields' form): 1, *nfp set. Anything
  * else, or anything the decoder would reject: 0 (the decoder then
  * decides). */
@@ -336,15 +315,15 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 	while (p < e) {
 		uint8_t tag;
 		uint64_t n, v = 0;
-		if (!sample_field(&p, e, hard, &tag, &n))
+		if (!sample_field(&p, e, hard, &tag, &n) ||
+		    tag == TAG_SAMPLE_LOCATION_ID)
 			return 0;
-		bool one = tag == TAG_SAMPLE_LOCATION_ID;
-		const uint8_t *fe = one ? p : p + n;
-		if (one || tag == TAG_SAMPLE_LOCATION_IDS) {
-			if (!one && n == 0)
+		const uint8_t *fe = p + n;
+		if (tag == TAG_SAMPLE_LOCATION_IDS) {
+			if (n == 0)
 				return 0;
-			for (v = n; one || p < fe; one = false) {
-				if (!one && !packed_next(&p, fe, hard, &v))
+			while (p < fe) {
+				if (!packed_next(&p, fe, hard, &v))
 					return 0;
 				long li = idmap_find(&dec->loc_ids, dec->locs, v);
 				if (li < 0)
@@ -373,7 +352,7 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 	if (nlab) {
 		pprof_label lb = {(uint32_t)lf[1], (uint32_t)lf[2],
 		                  (uint32_t)lf[4], (int64_t)lf[3]};
-		HP_TRY(heapprof__delta_labelset_one(d, &lb, ls));
+		HP_TRY(labelset_one(d, &lb, ls));
 	}
 	*nfp = nf;
 	return 1;
@@ -435,9 +414,9 @@ acc_row(heapprof_delta *d, uint32_t *row)
 /* Adds one sample's values to its key's item: the first sample makes the
  * item (values read again from the input later if usual, else a row); a
  * second one gives it a row holding the sum. */
-int
-heapprof__delta_add_values(heapprof_delta *d, uint32_t kid, uint32_t off,
-                           uint32_t len, const int64_t *values, bool usual)
+static int
+add_values(heapprof_delta *d, uint32_t kid, uint32_t off, uint32_t len,
+           const int64_t *values, bool usual)
 {
 	size_t nt = d->dec.ntypes;
 	uint32_t row;
@@ -503,32 +482,26 @@ heapprof__delta_sample(heapprof_delta *d, uint32_t off, uint32_t len)
 		vals = s.values;
 	}
 	const uint32_t *fr = d->keybuf;
-	/* The key that followed the previous one last time, else the next
-	 * key id; else the tables. */
+	/* The key that followed the previous one last time, else the
+	 * tables. */
 	uint32_t c = d->prev_key == DELTA_NONE ? d->first_key
 	                                       : d->key_next[d->prev_key];
-	if (d->slow_only & DELTA_SLOW_NOPRED) {
-		HP_TRY(key_intern(d, fr, nf, ls, &kid));
-	} else if (key_is(d, c, fr, nf, ls)) {
-		kid = c;
-		d->pred_hits++;
-	} else if (c = d->prev_key == DELTA_NONE ? 0 : d->prev_key + 1,
-	           key_is(d, c, fr, nf, ls)) {
+	if (!(d->slow_only & DELTA_SLOW_NOPRED) && key_is(d, c, fr, nf, ls)) {
 		kid = c;
 		d->pred_hits++;
 	} else {
 		HP_TRY(key_intern(d, fr, nf, ls, &kid));
 	}
 	link_key(d, kid);
-	return heapprof__delta_add_values(d, kid, off, len, vals, rc == 1);
+	return add_values(d, kid, off, len, vals, rc == 1);
 }
 
 void
 heapprof__delta_key_free(heapprof_delta *d)
 {
 	heapprof__dp_free(&d->addr_frames);
-	heapprof__dt_free(&d->line_frames);
-	heapprof__dt_free(&d->labelsets);
+	heapprof__strtab_free(&d->line_frames);
+	heapprof__strtab_free(&d->labelsets);
 	heapprof__dp_free(&d->nodes);
 	heapprof__dp_free(&d->keys);
 	heapprof__delta_release(d, &d->prev,

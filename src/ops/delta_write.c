@@ -49,6 +49,33 @@ str_out(heapprof_delta *d, uint32_t i)
 	return o;
 }
 
+/* A message of varint fields 1..n (v[1..n], zeros omitted as
+ * pb_uint_opt does; n <= 11) under the one-byte tag of top-level field
+ * `tag`, at out (room for 2 + 11 * n bytes): its length. */
+HP_INLINE size_t
+put_varints(uint8_t *out, unsigned field, const uint64_t *v, unsigned n)
+{
+	size_t k = 2;
+	for (unsigned i = 1; i <= n; i++) {
+		if (!v[i])
+			continue;
+		out[k++] = (uint8_t)(i << 3);
+		k += heapprof__pb_put_varint_fast(out + k, v[i]);
+	}
+	out[0] = (uint8_t)(field << 3 | PB_LEN);
+	out[1] = (uint8_t)(k - 2);
+	return k;
+}
+
+/* The same as a top-level field of the output. */
+static void
+write_varints(pb_writer *w, unsigned field, const uint64_t *v, unsigned n)
+{
+	uint8_t *o = heapprof__pb_room(w, 2 + 11 * n);
+	if (o)
+		heapprof__pb_advance(w, put_varints(o, field, v, n));
+}
+
 /* ------------------------------------------------------------ output */
 
 int
@@ -99,32 +126,10 @@ heapprof__delta_out_begin(heapprof_delta *d, unsigned flags,
 	w->sink = sink;
 	w->sink_ctx = sctx;
 	for (size_t t = 0; t < dec->ntypes; t++) {
-		heapprof__pb_begin(w, PPROF_SAMPLE_TYPE);
-		heapprof__pb_uint_opt(w, 1, str_out(d, dec->types[t].type));
-		heapprof__pb_uint_opt(w, 2, str_out(d, dec->types[t].unit));
-		heapprof__pb_end(w);
+		uint64_t v[3] = {0, str_out(d, dec->types[t].type)};
+		v[2] = str_out(d, dec->types[t].unit);
+		write_varints(w, PPROF_SAMPLE_TYPE, v, 2);
 	}
-	return w->err;
-}
-
-/* The values and labels of a Sample and its end (its begin and location
- * ids are written by the caller). */
-static int
-out_tail(heapprof_delta *d, const int64_t *values, size_t nvalues,
-         const pprof_label *labels, size_t nlabels)
-{
-	pb_writer *w = &d->w;
-	heapprof__pb_packed_i64(w, 2, values, nvalues);
-	for (size_t i = 0; i < nlabels; i++) {
-		const pprof_label *lb = &labels[i];
-		heapprof__pb_begin(w, 3);
-		heapprof__pb_uint_opt(w, 1, str_out(d, lb->key));
-		heapprof__pb_uint_opt(w, 2, str_out(d, lb->str));
-		heapprof__pb_uint_opt(w, 3, (uint64_t)lb->num);
-		heapprof__pb_uint_opt(w, 4, str_out(d, lb->num_unit));
-		heapprof__pb_end(w);
-	}
-	heapprof__pb_end(w);
 	return w->err;
 }
 
@@ -135,7 +140,17 @@ heapprof__delta_out_sample(heapprof_delta *d, const pprof_sample *s,
 	pb_writer *w = &d->w;
 	heapprof__pb_begin(w, PPROF_SAMPLE);
 	heapprof__pb_packed_u64(w, 1, s->location_ids, s->nlocations);
-	HP_TRY(out_tail(d, values, s->nvalues, s->labels, s->nlabels));
+	heapprof__pb_packed_i64(w, 2, values, s->nvalues);
+	for (size_t i = 0; i < s->nlabels; i++) {
+		const pprof_label *lb = &s->labels[i];
+		heapprof__pb_begin(w, 3);
+		heapprof__pb_uint_opt(w, 1, str_out(d, lb->key));
+		heapprof__pb_uint_opt(w, 2, str_out(d, lb->str));
+		heapprof__pb_uint_opt(w, 3, (uint64_t)lb->num);
+		heapprof__pb_uint_opt(w, 4, str_out(d, lb->num_unit));
+		heapprof__pb_end(w);
+	}
+	heapprof__pb_end(w);
 	for (size_t i = 0; i < s->nlocations; i++)
 		d->loc_used[s->location_index[i]] = 1;
 	return w->err;
@@ -157,23 +172,11 @@ fast_label(heapprof_delta *d, const uint8_t *q, const uint8_t *fe,
 	f[1] = str_out(d, (uint32_t)f[1]);
 	f[2] = str_out(d, (uint32_t)f[2]);
 	f[4] = str_out(d, (uint32_t)f[4]);
-	uint8_t *b = out + 2;
-	size_t n = 0;
-	for (unsigned k = 1; k <= 4; k++) {
-		if (!f[k])
-			continue;
-		b[n++] = (uint8_t)(k << 3);
-		n += heapprof__pb_put_varint_fast(b + n, f[k]);
-	}
-	out[0] = TAG_SAMPLE_LABEL;
-	out[1] = (uint8_t)n; /* at most 44 */
-	return n + 2;
+	return put_varints(out, 3, f, 4); /* Sample.label */
 }
 
-/* Most labels and unpacked ids per sample the fast path re-encodes on the
- * stack. */
+/* Most labels per sample the fast path re-encodes on the stack. */
 #define FAST_MAXLAB 8
-#define FAST_MAXUNP 8
 
 int
 heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
@@ -184,25 +187,14 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 	const uint8_t *hard = dec->s_hard;
 	const uint8_t *ids = NULL; /* the one packed ids field */
 	size_t ids_len = 0, nids_fields = 0, lab_len = 0, nlab = 0;
-	size_t nunp = 0, unp_len = 0;
-	uint8_t lab[FAST_MAXLAB * 46], unp[FAST_MAXUNP * 10];
+	uint8_t lab[FAST_MAXLAB * 46];
 	bool minimal = true;
 	while (p < e) {
 		uint8_t tag;
 		uint64_t n;
-		if (!sample_field(&p, e, hard, &tag, &n))
+		if (!sample_field(&p, e, hard, &tag, &n) ||
+		    tag == TAG_SAMPLE_LOCATION_ID)
 			return 0;
-		if (tag == TAG_SAMPLE_LOCATION_ID) {
-			/* One unpacked id (Go's runtime writes stacks of one
-			 * or two frames so): re-encoded packed below. */
-			long li = idmap_find(&dec->loc_ids, dec->locs, n);
-			if (nunp == FAST_MAXUNP || li < 0)
-				return 0;
-			d->loc_used[li] = 1;
-			unp_len += heapprof__pb_put_varint_fast(unp + unp_len, n);
-			nunp++;
-			continue;
-		}
 		const uint8_t *q = p, *fe = p + n;
 		p = fe;
 		if (tag == TAG_SAMPLE_LOCATION_IDS) {
@@ -259,14 +251,9 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 			nlab++;
 		}
 	}
-	/* Anything but one minimal packed run of ids, or only unpacked ones:
-	 * the decoder's path. */
-	if (nids_fields > 1 || !minimal || (nids_fields && nunp))
+	/* Anything but one minimal packed run of ids: the decoder's path. */
+	if (nids_fields > 1 || !minimal)
 		return 0;
-	if (nunp) {
-		ids = unp;
-		ids_len = unp_len;
-	}
 	size_t nt = dec->ntypes;
 	uint8_t vb[DELTA_MAXT * 10];
 	size_t vlen = 0;
@@ -304,95 +291,6 @@ heapprof__delta_out_fast(heapprof_delta *d, uint32_t off, uint32_t len,
 	return 1;
 }
 
-/* Marks the mapping and line functions of location i, reading its
- * message directly when it has the usual form (one-byte varint tags 1-3
- * and 5, lines with varint fields 1-3); 0: use the decoder. The last
- * mapping_id wins, as in the decoder. */
-static int
-mark_refs_fast(heapprof_delta *d, size_t i)
-{
-	const pprof_dec *dec = &d->dec;
-	const uint8_t *p = dec->buf + dec->locs[i].off;
-	const uint8_t *e = p + dec->locs[i].len, *hard = dec->buf + dec->len;
-	uint64_t mapping = 0;
-	while (p < e) {
-		uint8_t tag = *p++;
-		uint64_t v;
-		if (rd_varint(&p, hard, &v) < 0 || p > e)
-			return 0;
-		if (tag == TAG_LOCATION_MAPPING_ID) {
-			mapping = v;
-		} else if (tag == TAG_LOCATION_LINE) {
-			const uint8_t *q = p, *le = p + v;
-			if (v > (uint64_t)(e - p))
-				return 0;
-			uint64_t fid = 0;
-			while (q < le) {
-				uint8_t t = *q++;
-				uint64_t x;
-				if ((t != TAG_LINE_FUNCTION_ID &&
-				     t != TAG_LINE_LINE && t != TAG_LINE_COLUMN) ||
-				    rd_varint(&q, hard, &x) < 0 || q > le)
-					return 0;
-				if (t == TAG_LINE_FUNCTION_ID)
-					fid = x;
-			}
-			long f = idmap_find(&dec->func_ids, dec->funcs, fid);
-			if (f >= 0)
-				d->func_used[f] = 1;
-			p = le;
-		} else if (tag != TAG_LOCATION_ID && tag != TAG_LOCATION_ADDRESS &&
-		           tag != TAG_LOCATION_IS_FOLDED) {
-			return 0;
-		}
-	}
-	long m = idmap_find(&dec->map_ids, dec->maps, mapping);
-	if (m >= 0)
-		d->map_used[m] = 1;
-	return 1;
-}
-
-/* Writes function i re-encoded with renumbered strings, reading its message
- * directly when it has the usual form (one-byte varint tags 1-5, string
- * indexes in range); 0: use the decoder. The last of a repeated field wins,
- * as in the decoder. */
-static int
-write_func_fast(heapprof_delta *d, size_t i)
-{
-	const pprof_dec *dec = &d->dec;
-	const uint8_t *p = dec->buf + dec->funcs[i].off;
-	const uint8_t *e = p + dec->funcs[i].len, *hard = dec->buf + dec->len;
-	uint64_t f[6] = {0, 0, 0, 0, 0, 0};
-	while (p < e) {
-		uint8_t tag = *p++;
-		uint64_t v;
-		unsigned num = tag >> 3; /* fields 1-5: varints */
-		if ((tag & 7) != PB_VARINT || num < 1 || num > 5 ||
-		    rd_varint(&p, hard, &v) < 0 || p > e)
-			return 0;
-		if (num >= 2 && num <= 4 && v >= dec->nstrings)
-			return 0; /* name, system_name, filename */
-		f[tag >> 3] = v;
-	}
-	f[2] = str_out(d, (uint32_t)f[2]);
-	f[3] = str_out(d, (uint32_t)f[3]);
-	f[4] = str_out(d, (uint32_t)f[4]);
-	uint8_t *o = heapprof__pb_room(&d->w, 2 + 5 * 11);
-	if (!o)
-		return 1; /* w->err is reported by the caller */
-	size_t n = 0;
-	for (unsigned k = 1; k <= 5; k++) {
-		if (!f[k])
-			continue;
-		o[2 + n++] = (uint8_t)(k << 3);
-		n += heapprof__pb_put_varint_fast(o + 2 + n, f[k]);
-	}
-	o[0] = TAG_FUNCTION;
-	o[1] = (uint8_t)n; /* at most 55 */
-	heapprof__pb_advance(&d->w, n + 2);
-	return 1;
-}
-
 static int
 write_refs(heapprof_delta *d)
 {
@@ -400,7 +298,7 @@ write_refs(heapprof_delta *d)
 	pb_writer *w = &d->w;
 	/* Which functions and mappings the used locations need. */
 	for (size_t i = 0; i < dec->nlocs; i++) {
-		if (!d->loc_used[i] || mark_refs_fast(d, i))
+		if (!d->loc_used[i])
 			continue;
 		pprof_location l;
 		HP_TRY(heapprof__pprof_location(dec, i, &l));
@@ -419,18 +317,13 @@ write_refs(heapprof_delta *d)
 			continue;
 		pprof_mapping m;
 		HP_TRY(heapprof__pprof_mapping(dec, i, &m));
-		heapprof__pb_begin(w, PPROF_MAPPING);
-		heapprof__pb_uint_opt(w, 1, m.id);
-		heapprof__pb_uint_opt(w, 2, m.memory_start);
-		heapprof__pb_uint_opt(w, 3, m.memory_limit);
-		heapprof__pb_uint_opt(w, 4, m.file_offset);
-		heapprof__pb_uint_opt(w, 5, str_out(d, m.filename));
-		heapprof__pb_uint_opt(w, 6, str_out(d, m.build_id));
-		heapprof__pb_uint_opt(w, 7, m.has_functions);
-		heapprof__pb_uint_opt(w, 8, m.has_filenames);
-		heapprof__pb_uint_opt(w, 9, m.has_line_numbers);
-		heapprof__pb_uint_opt(w, 10, m.has_inline_frames);
-		heapprof__pb_end(w);
+		uint64_t v[11] = {0, m.id, m.memory_start, m.memory_limit,
+		                  m.file_offset, 0, 0, m.has_functions,
+		                  m.has_filenames, m.has_line_numbers,
+		                  m.has_inline_frames};
+		v[5] = str_out(d, m.filename);
+		v[6] = str_out(d, m.build_id);
+		write_varints(w, PPROF_MAPPING, v, 10);
 	}
 	/* Locations hold no string indexes: their bytes are copied. */
 	for (size_t i = 0; i < dec->nlocs; i++)
@@ -439,17 +332,15 @@ write_refs(heapprof_delta *d)
 			                         dec->buf + dec->locs[i].off,
 			                         dec->locs[i].len);
 	for (size_t i = 0; i < dec->nfuncs; i++) {
-		if (!d->func_used[i] || write_func_fast(d, i))
+		if (!d->func_used[i])
 			continue;
 		pprof_function f;
 		HP_TRY(heapprof__pprof_function(dec, i, &f));
-		heapprof__pb_begin(w, PPROF_FUNCTION);
-		heapprof__pb_uint_opt(w, 1, f.id);
-		heapprof__pb_uint_opt(w, 2, str_out(d, f.name));
-		heapprof__pb_uint_opt(w, 3, str_out(d, f.system_name));
-		heapprof__pb_uint_opt(w, 4, str_out(d, f.filename));
-		heapprof__pb_uint_opt(w, 5, (uint64_t)f.start_line);
-		heapprof__pb_end(w);
+		uint64_t v[6] = {0, f.id, 0, 0, 0, (uint64_t)f.start_line};
+		v[2] = str_out(d, f.name);
+		v[3] = str_out(d, f.system_name);
+		v[4] = str_out(d, f.filename);
+		write_varints(w, PPROF_FUNCTION, v, 5);
 	}
 	return w->err;
 }
@@ -466,10 +357,9 @@ heapprof__delta_out_finish(heapprof_delta *d, unsigned flags,
 	heapprof__pb_uint_opt(w, PPROF_TIME_NANOS, (uint64_t)time_nanos);
 	heapprof__pb_uint_opt(w, PPROF_DURATION_NANOS, (uint64_t)duration_nanos);
 	if (dec->period_type.type || dec->period_type.unit) {
-		heapprof__pb_begin(w, PPROF_PERIOD_TYPE);
-		heapprof__pb_uint_opt(w, 1, str_out(d, dec->period_type.type));
-		heapprof__pb_uint_opt(w, 2, str_out(d, dec->period_type.unit));
-		heapprof__pb_end(w);
+		uint64_t v[3] = {0, str_out(d, dec->period_type.type)};
+		v[2] = str_out(d, dec->period_type.unit);
+		write_varints(w, PPROF_PERIOD_TYPE, v, 2);
 	}
 	heapprof__pb_uint_opt(w, PPROF_PERIOD, (uint64_t)dec->period);
 	for (size_t i = 0; i < dec->ncomments; i++)

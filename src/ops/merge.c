@@ -36,7 +36,7 @@ heapprof__mg_init(mg_merger *m)
 {
 	memset(m, 0, sizeof(*m));
 	heapprof__pprof_dec_init(&m->dec, NULL, NULL);
-	m->err = heapprof__mg_str_init(&m->str);
+	m->err = heapprof__strtab_init_pprof(&m->str);
 	/* Never leave a pool NULL: `pool + 0` on NULL is undefined in C. */
 	mg_vec *v[] = {&m->comments, &m->maps, &m->funcs, &m->locs, &m->lines,
 	               &m->samples, &m->sloc, &m->slab, &m->svals};
@@ -53,7 +53,7 @@ heapprof__mg_free(mg_merger *m)
 	heapprof__pprof_dec_free(&m->dec);
 	free(m->types);
 	heapprof__mg_vec_free(&m->comments);
-	heapprof__mg_str_free(&m->str);
+	heapprof__strtab_free(&m->str);
 	heapprof__mg_vec_free(&m->maps);
 	heapprof__mg_vec_free(&m->funcs);
 	heapprof__mg_vec_free(&m->locs);
@@ -110,9 +110,11 @@ in_string(mg_merger *m, uint64_t i)
 		return (long)m->in_str[i] - 1;
 	size_t n;
 	const char *p = heapprof__pprof_string(&m->dec, i, &n);
-	long id = heapprof__mg_intern(&m->str, p, n);
-	if (id >= 0)
-		m->in_str[i] = (uint32_t)id + 1;
+	uint32_t id;
+	int rc = heapprof__strtab_intern(&m->str, p, n, &id);
+	if (rc < 0)
+		return rc;
+	m->in_str[i] = id + 1;
 	return id;
 }
 
@@ -400,15 +402,15 @@ map_location(mg_merger *m, size_t di)
 /* Canonical label order: string labels before numeric ones, then key bytes
  * (Go's sort.Strings); equal keys keep input order (stable sort). */
 static int
-label_cmp(const mg_strings *s, const mg_label *a, const mg_label *b)
+label_cmp(const strtab *s, const mg_label *a, const mg_label *b)
 {
 	if (a->is_str != b->is_str)
 		return a->is_str ? -1 : 1;
 	if (a->key == b->key)
 		return 0;
 	size_t na, nb;
-	const char *pa = heapprof__mg_str(s, a->key, &na);
-	const char *pb = heapprof__mg_str(s, b->key, &nb);
+	const char *pa = heapprof__strtab_get(s, a->key, &na);
+	const char *pb = heapprof__strtab_get(s, b->key, &nb);
 	int c = memcmp(pa, pb, na < nb ? na : nb);
 	if (c)
 		return c;
@@ -417,7 +419,7 @@ label_cmp(const mg_strings *s, const mg_label *a, const mg_label *b)
 
 /* Stable merge sort of a[0..n) using tmp[0..n). */
 static void
-sort_labels(const mg_strings *s, mg_label *a, mg_label *tmp, size_t n)
+sort_labels(const strtab *s, mg_label *a, mg_label *tmp, size_t n)
 {
 	if (n < 2)
 		return;

@@ -10,7 +10,7 @@
  *
  * Files: merge.c (accumulating inputs: keys, tables, scaling),
  * merge_write.c (renumbering and encoding, the public entry point),
- * merge_tab.c (string interning and the open-addressing hash tables).
+ * merge_tab.c (the open-addressing hash tables; strings: strtab.c).
  * Inputs are decoded with the shared streaming decoder (pprof_dec.h); the
  * decoder is reused between inputs and strings are interned, so inputs need
  * not stay in memory together.
@@ -24,6 +24,7 @@
 
 #include "../pprof/pb.h"
 #include "../pprof/pprof_dec.h"
+#include "../pprof/strtab.h"
 
 /* ---------------------------------------------------------------- tables */
 
@@ -35,15 +36,6 @@ typedef struct mg_tab {
 	size_t cap, n; /* cap is a power of two (or 0) */
 } mg_tab;
 
-/* Interned strings: id 0 is "". Bytes in one arena. */
-typedef struct mg_strings {
-	char *buf;
-	size_t len, cap;
-	uint64_t *off; /* off[i], len[i] of string i */
-	uint32_t *slen;
-	size_t n, ncap;
-	mg_tab tab;
-} mg_strings;
 
 /* ---------------------------------------------------------------- entities */
 
@@ -112,7 +104,7 @@ typedef struct mg_merger {
 	mg_tab comment_tab;
 	uint32_t cur_comment; /* the comment being looked up */
 
-	mg_strings str;
+	strtab str;
 	mg_vec maps, funcs, locs, lines, samples; /* mg_mapping ... mg_sample */
 	mg_vec sloc;   /* uint32 merged location index per sample frame */
 	mg_vec slab;   /* mg_label */
@@ -146,11 +138,7 @@ uint32_t heapprof__mg_tab_find(const mg_tab *t, uint32_t hash,
 /* Inserts index (not present). 0 or -ENOMEM. */
 int heapprof__mg_tab_insert(mg_tab *t, uint32_t hash, uint32_t idx);
 void heapprof__mg_tab_free(mg_tab *t);
-int heapprof__mg_str_init(mg_strings *s);
 /* Interns (p, n); returns the id (>= 0) or -ENOMEM / HEAPPROF_EOVERFLOW. */
-long heapprof__mg_intern(mg_strings *s, const char *p, size_t n);
-const char *heapprof__mg_str(const mg_strings *s, uint32_t id, size_t *len);
-void heapprof__mg_str_free(mg_strings *s);
 
 /* merge.c */
 void heapprof__mg_init(mg_merger *m);

@@ -208,7 +208,7 @@ write_header(wstate *ws)
 	heapprof__pb_bytes_field(w, PPROF_STRING_TABLE, "", 0);
 	for (size_t i = 0; i < ws->nstr && !w->err; i++) {
 		size_t n;
-		const char *p = heapprof__mg_str(&m->str, ws->str_order[i], &n);
+		const char *p = heapprof__strtab_get(&m->str, ws->str_order[i], &n);
 		heapprof__pb_bytes_field(w, PPROF_STRING_TABLE, p, n);
 	}
 	heapprof__pb_uint_opt(w, PPROF_DROP_FRAMES, drop);

@@ -301,7 +301,7 @@ heapprof__symbolize_profile(pprof_dec *d, const bool *which,
 	sym s;
 	memset(&s, 0, sizeof(s));
 	s.d = d;
-	int rc = heapprof__strtab_init(&s.st);
+	int rc = heapprof__strtab_init_pprof(&s.st);
 	heapprof__pb_init(&s.fw, NULL, NULL, NULL, NULL);
 	s.ob = calloc(1, sizeof(*s.ob));
 	heapprof_mapping *hm = calloc(d->nmaps + 1, sizeof(*hm));

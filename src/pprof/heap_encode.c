@@ -617,7 +617,7 @@ encode_to(const heapprof_heap_profile *p, unsigned flags,
 		}
 	}
 	heapprof__pb_init(&e.w, NULL, NULL, sink, sink_ctx);
-	int rc = heapprof__strtab_init(&e.st);
+	int rc = heapprof__strtab_init_pprof(&e.st);
 	if (rc == 0)
 		rc = encode_body(&e);
 	heapprof__pb_free(&e.w);

@@ -54,8 +54,16 @@ void *heapprof__pb_libc_realloc(void *ctx, void *p, size_t old_size,
 /* The tool half's one grow helper: makes the array *pp (*cap elements of
  * elem bytes, from rf) hold `need` elements, growing it 1.5x (at least
  * 64): 0 or -ENOMEM. release frees an array of `bytes` and nulls *pp. */
-int heapprof__grow(pb_realloc_fn *rf, void *rctx, void *pp, size_t *cap,
-                   size_t need, size_t elem);
+int heapprof__grow_slow(pb_realloc_fn *rf, void *rctx, void *pp, size_t *cap,
+                        size_t need, size_t elem);
+HP_INLINE int
+heapprof__grow(pb_realloc_fn *rf, void *rctx, void *pp, size_t *cap,
+               size_t need, size_t elem)
+{
+	if (HP_LIKELY(need <= *cap))
+		return 0;
+	return heapprof__grow_slow(rf, rctx, pp, cap, need, elem);
+}
 void heapprof__release(pb_realloc_fn *rf, void *rctx, void *pp,
                        size_t bytes);
 

@@ -30,12 +30,10 @@ heapprof__pb_libc_realloc(void *ctx, void *p, size_t old_size, size_t new_size)
 }
 
 int
-heapprof__grow(pb_realloc_fn *rf, void *rctx, void *pp, size_t *cap,
-               size_t need, size_t elem)
+heapprof__grow_slow(pb_realloc_fn *rf, void *rctx, void *pp, size_t *cap,
+                    size_t need, size_t elem)
 {
 	void **p = pp;
-	if (HP_LIKELY(need <= *cap))
-		return 0;
 	/* 1.5x: the big arrays (per key, per node, per sample) are most of
 	 * a delta computer's memory, so less slack than doubling. */
 	size_t c = *cap + *cap / 2;

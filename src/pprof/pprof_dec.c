@@ -150,11 +150,9 @@ heapprof__pprof_dec_free(pprof_dec *d)
 	void *rctx = d->realloc_ctx;
 	size_t limit = d->limit;
 	bool keep = d->keep_records;
-	uint64_t gen = d->gen;
 	heapprof__pprof_dec_init(d, rf, rctx);
 	d->limit = limit;
 	d->keep_records = keep;
-	d->gen = gen + 1;
 }
 
 size_t
@@ -487,8 +485,6 @@ heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 		rc = validate_records(d);
 	if (rc < 0)
 		clear_profile(d);
-	d->rec_gen = ++d->gen;
-	d->rec_valid = false;
 	return rc;
 }
 
@@ -537,17 +533,11 @@ heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read, void *arg)
 	if (rc < 0) {
 		clear_profile(d);
 		d->st.dict_ok = false;
-		d->rec_gen = ++d->gen;
-		d->rec_valid = false;
 		return rc;
 	}
 	d->st.on = true;
 	d->st.dict_ok = true;
 	d->st.dict_len = area;
-	if (!same)
-		d->gen++;
 	d->records_same = same && d->keep_records;
-	d->rec_gen = d->gen;
-	d->rec_valid = d->keep_records;
 	return 0;
 }

@@ -177,12 +177,6 @@ typedef struct pprof_dec {
 	 * valid open's (so were ids, addresses and the string count); only
 	 * stream mode knows them again. */
 	bool records_same;
-	/* After open: the generation of the records the index holds (it
-	 * changes whenever records_same is false, and after an open that
-	 * failed), and whether the next open can know them again
-	 * (rec_valid: a stream open with keep_records). */
-	uint64_t rec_gen;
-	bool rec_valid;
 
 	/* --- the profile, valid after a successful open */
 	const uint8_t *buf; /* the decoded (inflated) protobuf */
@@ -228,7 +222,6 @@ typedef struct pprof_dec {
 	pprof_label *s_labels;
 	pprof_line *l_lines;
 	size_t s_locs_cap, s_vals_cap, s_labels_cap, l_lines_cap;
-	uint64_t gen; /* rec_gen's counter */
 	/* What the last failed open or sample decoding found wrong, naming
 	 * the record ("location id 7: line has function 0"); "" if the error
 	 * code says all (cleared by each open). */

@@ -106,7 +106,6 @@ rd_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
  * byte-level readers match: the form every pprof writer uses. */
 enum {
 	TAG_SAMPLE = PPROF_SAMPLE << 3 | PB_LEN,                 /* Profile */
-	TAG_FUNCTION = PPROF_FUNCTION << 3 | PB_LEN,
 	TAG_STRING = PPROF_STRING_TABLE << 3 | PB_LEN,
 	TAG_SAMPLE_LOCATION_ID = 1 << 3 | PB_VARINT,  /* Sample: one id */
 	TAG_SAMPLE_LOCATION_IDS = 1 << 3 | PB_LEN,    /* packed ids */
@@ -116,14 +115,6 @@ enum {
 	TAG_LABEL_STR = 2 << 3 | PB_VARINT,
 	TAG_LABEL_NUM = 3 << 3 | PB_VARINT,
 	TAG_LABEL_NUM_UNIT = 4 << 3 | PB_VARINT,
-	TAG_LOCATION_ID = 1 << 3 | PB_VARINT,         /* Location */
-	TAG_LOCATION_MAPPING_ID = 2 << 3 | PB_VARINT,
-	TAG_LOCATION_ADDRESS = 3 << 3 | PB_VARINT,
-	TAG_LOCATION_LINE = 4 << 3 | PB_LEN,
-	TAG_LOCATION_IS_FOLDED = 5 << 3 | PB_VARINT,
-	TAG_LINE_FUNCTION_ID = 1 << 3 | PB_VARINT,    /* Line */
-	TAG_LINE_LINE = 2 << 3 | PB_VARINT,
-	TAG_LINE_COLUMN = 3 << 3 | PB_VARINT,
 };
 
 /* The one reader of a Sample's fields in the usual form, for every

@@ -2,7 +2,8 @@
  * pprof_sample.c: the decoder's samples (pprof_dec.h): iteration in input
  * order over the buffer or, in stream mode, through pprof_stream.c;
  * decoding and validation of one sample (values per type, location ids,
- * label strings); the full CheckValid-equivalent check.
+ * label strings); the full CheckValid-equivalent check, and its public
+ * entry point heapprof_pprof_check().
  */
 #include "heapprof.h"
 #include "pprof_int.h"
@@ -19,12 +20,6 @@ room_locs(pprof_dec *d, size_t need)
 	HP_TRY(heapprof__pprof_grow(d, &d->s_lidx, &c2, need, sizeof(uint32_t)));
 	d->s_locs_cap = c;
 	return 0;
-}
-
-static int
-room_vals(pprof_dec *d, size_t need)
-{
-	return heapprof__pprof_grow(d, &d->s_vals, &d->s_vals_cap, need, sizeof(int64_t));
 }
 
 /* Appends the varints of a packed or single field to arr[*n...]; the
@@ -118,7 +113,9 @@ decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
 		case 2:
 			if (f.wire != PB_VARINT && f.wire != PB_LEN)
 				return HEAPPROF_EWIRETYPE;
-			HP_TRY(room_vals(d, nv + (f.wire == PB_LEN ? f.len : 1)));
+			HP_TRY(heapprof__pprof_grow(
+				d, &d->s_vals, &d->s_vals_cap,
+				nv + (f.wire == PB_LEN ? f.len : 1), 8));
 			HP_TRY(read_repeated(&f, (uint64_t *)(void *)d->s_vals,
 			                     &nv, d->s_hard));
 			break;
@@ -233,4 +230,16 @@ heapprof__pprof_check(pprof_dec *d, const void *data, size_t len)
 	while ((rc = heapprof__pprof_sample_next(d, &it, &s)) == 0)
 		;
 	return rc == 1 ? 0 : rc;
+}
+
+HP_EXPORT int
+heapprof_pprof_check(const void *data, size_t len, size_t limit)
+{
+	pprof_dec d;
+	heapprof__pprof_dec_init(&d, NULL, NULL);
+	if (limit)
+		d.limit = limit;
+	int rc = heapprof__pprof_check(&d, data, len);
+	heapprof__pprof_dec_free(&d);
+	return rc;
 }

@@ -53,20 +53,28 @@ st_src(pprof_dec *d, uint8_t *buf, size_t n, size_t *got)
 	return 0;
 }
 
+/* The next source chunk into zin; zend at the input's end. */
+static int
+st_refill(pprof_dec *d)
+{
+	pprof_stream *st = &d->st;
+	size_t got;
+	HP_TRY(st_src(d, st->zin, st->zcap, &got));
+	st->zpos = 0;
+	st->zlen = got;
+	st->zend = got == 0;
+	return 0;
+}
+
 /* Inflates into the window's free room; sets eof at the input's end. */
 static int
 st_inflate(pprof_dec *d)
 {
 	pprof_stream *st = &d->st;
 	z_stream *zs = d->zs;
-	size_t got;
 	for (;;) {
-		if (st->zpos == st->zlen && !st->zend) {
-			HP_TRY(st_src(d, st->zin, st->zcap, &got));
-			st->zpos = 0;
-			st->zlen = got;
-			st->zend = got == 0;
-		}
+		if (st->zpos == st->zlen && !st->zend)
+			HP_TRY(st_refill(d));
 		size_t room = st->win_cap - st->win_len;
 		zs->next_in = st->zin + st->zpos;
 		zs->avail_in = (uInt)(st->zlen - st->zpos);
@@ -84,10 +92,7 @@ st_inflate(pprof_dec *d)
 					st->zpos++;
 				if (st->zpos < st->zlen || st->zend)
 					break;
-				HP_TRY(st_src(d, st->zin, st->zcap, &got));
-				st->zpos = 0;
-				st->zlen = got;
-				st->zend = got == 0;
+				HP_TRY(st_refill(d));
 			}
 			if (st->zpos == st->zlen) {
 				st->eof = true;

@@ -2,13 +2,13 @@
  * test_delta_tables.c: the delta computer's interning tables against a
  * reference built by sorting. dp_table: 200k pairs in insertion order,
  * load 3/8..3/4, drop_last around rehashes, reserve and clear without
- * allocating, an allocator failing at each of its calls. dt_table: lengths
+ * allocating, an allocator failing at each of its calls. strtab: lengths
  * around the hash's 8/16-byte steps, prefixes, one-byte variants, forced
  * collisions, dt_bytes, reserve and clear without allocating.
  */
 #include "heapprof.h"
 #include "delta_pairs.h"
-#include "delta_table.h"
+#include "strtab.h"
 #include "test.h"
 #include "alloc_hook.h"
 
@@ -318,27 +318,27 @@ TEST(dt_strings)
 	size_t m = ref_ids(nstr);
 	CHECK(m > 1500 && m < nstr);
 	for (int collide = 0; collide < 2; collide++) {
-		dt_table t;
+		strtab t;
 		size_t bad = 0;
 		uint32_t id;
 		hook_reset(0);
-		heapprof__dt_init(&t, hook_realloc, NULL);
+		heapprof__strtab_init(&t, hook_realloc, NULL);
 		for (uint32_t i = 0; i < 2 * nstr; i++) {
 			uint32_t s = i % nstr;
 			uint64_t h = collide ? 0x5a5a5a5a5a5a5a5aULL
-			                     : heapprof__dt_hash(kp[s], kl[s]);
+			                     : heapprof__strtab_hash(kp[s], kl[s]);
 			id = UINT32_MAX;
-			int r = heapprof__dt_intern(&t, kp[s], kl[s], h, &id);
+			int r = heapprof__strtab_add(&t, kp[s], kl[s], h, &id);
 			bad += r != (i < nstr && first[s]) || id != idof[s] ||
 			       t.n * 2 > t.nslots || t.nslots & (t.nslots - 1);
 		}
 		for (uint32_t i = 0; i < nstr; i++) {
 			size_t l = SIZE_MAX;
-			const uint8_t *p = heapprof__dt_bytes(&t, idof[i], &l);
+			const uint8_t *p = heapprof__strtab_get(&t, idof[i], &l);
 			bad += l != kl[i] || (l && memcmp(p, kp[i], l));
 		}
 		CHECK(bad == 0 && t.n == m);
-		heapprof__dt_free(&t);
+		heapprof__strtab_free(&t);
 		CHECK_EQ(hook_live, 0);
 	}
 }
@@ -359,26 +359,26 @@ TEST(dt_reserve)
 				pool[total + q] = (uint8_t)xs();
 			memcpy(pool + total, &i, 4); /* distinct */
 		}
-		dt_table t;
+		strtab t;
 		uint32_t id;
 		hook_reset(0);
-		heapprof__dt_init(&t, hook_realloc, NULL);
-		REQUIRE_OK(heapprof__dt_reserve(&t, n, total));
+		heapprof__strtab_init(&t, hook_realloc, NULL);
+		REQUIRE_OK(heapprof__strtab_reserve(&t, n, total));
 		long calls = hook_calls;
-		size_t mem = heapprof__dt_memory(&t);
+		size_t mem = heapprof__strtab_memory(&t);
 		for (size_t j = 0; j < 2 * n; j++) { /* clear after each fill */
 			size_t i = j % n, l;
-			uint64_t h = heapprof__dt_hash(kp[i], kl[i]);
-			int r = heapprof__dt_intern(&t, kp[i], kl[i], h, &id);
-			const uint8_t *q = heapprof__dt_bytes(&t, id, &l);
+			uint64_t h = heapprof__strtab_hash(kp[i], kl[i]);
+			int r = heapprof__strtab_add(&t, kp[i], kl[i], h, &id);
+			const uint8_t *q = heapprof__strtab_get(&t, id, &l);
 			bad += r != 1 || id != i || l != kl[i] ||
 			       memcmp(q, kp[i], l) != 0;
 			if (i == n - 1)
-				heapprof__dt_clear(&t);
-			bad += heapprof__dt_memory(&t) != mem;
+				heapprof__strtab_clear(&t);
+			bad += heapprof__strtab_memory(&t) != mem;
 		}
 		CHECK(bad == 0 && hook_calls == calls && t.n == 0);
-		heapprof__dt_free(&t);
+		heapprof__strtab_free(&t);
 		CHECK_EQ(hook_live, 0);
 		if (t_case_failed)
 			T_FAIL("at n %zu, %zu bytes", n, total);
@@ -392,27 +392,27 @@ TEST(dt_reserve)
 TEST(grows_past_a_reservation_of_one)
 {
 	dp_table t;
-	dt_table u;
+	strtab u;
 	uint32_t id;
 	size_t bad = 0;
 	hook_reset(0);
 	heapprof__dp_init(&t, hook_realloc, NULL);
-	heapprof__dt_init(&u, hook_realloc, NULL);
+	heapprof__strtab_init(&u, hook_realloc, NULL);
 	REQUIRE_OK(heapprof__dp_reserve(&t, 1));
-	REQUIRE_OK(heapprof__dt_reserve(&u, 1, 8));
+	REQUIRE_OK(heapprof__strtab_reserve(&u, 1, 8));
 	for (size_t i = 0; i < 200; i++) {
 		uint8_t key[8];
 		memcpy(key, &i, sizeof(key));
 		bad += dpi(&t, scramble(i), &id) != 1 || id != i || t.cap < t.n;
-		bad += heapprof__dt_intern(&u, key, sizeof(key),
-		                           heapprof__dt_hash(key, sizeof(key)),
-		                           &id) != 1 ||
+		bad += heapprof__strtab_add(&u, key, sizeof(key),
+		                            heapprof__strtab_hash(key, sizeof(key)),
+		                            &id) != 1 ||
 		       id != i || u.cap < u.n;
 	}
 	CHECK_EQ(bad, 0);
 	CHECK(dp_check(&t, NULL, 0) == 0 && t.n == 200);
 	heapprof__dp_free(&t);
-	heapprof__dt_free(&u);
+	heapprof__strtab_free(&u);
 	CHECK_EQ(hook_live, 0);
 }
 
