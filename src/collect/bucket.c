@@ -35,7 +35,9 @@
 
 #define NHEADS ((size_t)1 << 18)
 
-static _Atomic(hp_bucket *) *heads; /* written once at init */
+/* The chain heads, mapped by the first sample (heads_get: a process that
+ * samples nothing never maps them, issue 15), published with a CAS. */
+static _Atomic(_Atomic(hp_bucket *) *) heads;
 static _Atomic(hp_bucket *) all;    /* newest bucket; list via all_next */
 static _Atomic uint64_t count;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* serialises inserts */
@@ -47,15 +49,29 @@ static _Atomic int forking, inflight;
  * that interrupted it skips the fence: the child's count keeps it). */
 static __thread int self_inflight __attribute__((tls_model("initial-exec")));
 
+static _Atomic(hp_bucket *) *
+heads_get(void)
+{
+	_Atomic(hp_bucket *) *h = atomic_load_explicit(&heads, memory_order_acquire);
+	if (HP_LIKELY(h != NULL))
+		return h;
+	size_t len = NHEADS * sizeof(_Atomic(hp_bucket *));
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL; /* the sample is dropped (and counted) */
+	if (atomic_compare_exchange_strong_explicit(&heads, &h, p,
+	                                            memory_order_acq_rel,
+	                                            memory_order_acquire))
+		return p;
+	munmap(p, len); /* another thread's first sample won */
+	return h;
+}
+
 int
 heapprof__bucket_init(void)
 {
-	void *p = mmap(NULL, NHEADS * sizeof(*heads), PROT_READ | PROT_WRITE,
-	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED)
-		return -12;
-	heads = p;
-	return 0;
+	return heads_get() ? 0 : -12;
 }
 
 static uint64_t
@@ -86,10 +102,11 @@ hp_bucket *
 heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
                      int64_t rate)
 {
-	if (!heads)
+	_Atomic(hp_bucket *) *hs = heads_get();
+	if (!hs)
 		return NULL;
 	uint64_t h = stack_hash(stack, depth, size, rate);
-	_Atomic(hp_bucket *) *head = &heads[h & (NHEADS - 1)];
+	_Atomic(hp_bucket *) *head = &hs[h & (NHEADS - 1)];
 	for (hp_bucket *b = atomic_load_explicit(head, memory_order_acquire); b;
 	     b = b->next)
 		if (same(b, h, stack, depth, size, rate))

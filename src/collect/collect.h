@@ -317,8 +317,10 @@ typedef struct hp_bucket {
 	uint64_t stack[];
 } hp_bucket;
 
+/* Maps the table now (the first sample does otherwise): 0 or -ENOMEM. */
 int heapprof__bucket_init(void);
-/* Finds or creates the bucket; NULL if the profiler's memory is exhausted. */
+/* Finds or creates the bucket; NULL if the profiler's memory is exhausted
+ * (or the table could not be mapped). */
 hp_bucket *heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
                                 int64_t rate);
 /* The most recently created bucket; older ones follow via all_next. */

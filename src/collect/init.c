@@ -321,11 +321,7 @@ heapprof_init(void)
 		heapprof__cfg.dump_limit = 0;
 	}
 	heapprof__peak_init();
-	if (heapprof__bucket_init() != 0) {
-		heapprof__warn("out of memory: profiling disabled");
-		hp_leave(t);
-		return;
-	}
+	/* The bucket table is mapped by the first sample (bucket.c). */
 	/* What the unwinder cannot do later (stack.c): /proc/self/maps read
 	 * by pthread_getattr_np, libunwind's loading. Nothing otherwise. */
 	if (heapprof__stack_init(t) != 0)
