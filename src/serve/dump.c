@@ -534,6 +534,13 @@ heapprof__serve_start(void)
 	heapprof__serve_armed = heapprof__cfg.interval > 0 || sig > 0 ||
 	                        heapprof__cfg.dump_growth > 0 ||
 	                        heapprof__cfg.dump_limit > 0;
+	/* Those dumps may run inside malloc or a signal handler: the
+	 * encoder's look for a C++ demangler already in the process
+	 * (dlsym, dlopen RTLD_NOLOAD: the loader's lock) happens now, once.
+	 * A C++ runtime the program loads later is then not used (its names
+	 * stay mangled); without such dumps the first dump looks. */
+	if (heapprof__serve_armed)
+		heapprof__demangler_loaded();
 	if (sig > 0) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));

@@ -71,6 +71,24 @@ else
 	fail rel.cost.growth_dump_libs_at_start "status $RC: $(tr '\n' ' ' <"$TMPD/nolibs.out") files: $(ls "$TMPD" | grep '^g\.' | head -3 | tr '\n' ' ')"
 fi
 
+# A dump in a signal handler (or inside malloc) must not call dlsym or
+# dlopen: the encoder's look for a C++ demangler already in the process
+# (dlsym, dlopen RTLD_NOLOAD: the loader's lock, which the interrupted code
+# may hold) happens at start-up when such dumps are configured. The
+# loader's trace (LD_DEBUG=symbols) shows where __cxa_demangle is looked
+# up: before main's "start" line, not after it (in the handler).
+run_t rel.cost.demangler_not_in_handler 60 env LD_DEBUG=symbols HEAPPROF_RATE=1 HEAPPROF_SIGNAL=USR2 \
+	HEAPPROF_EXIT=0 HEAPPROF_OUT="$TMPD/dm.%p.%n.pb.gz" LD_PRELOAD="$LIB" \
+	"$P/rprog_nolibs" raise >"$TMPD/dm.out" 2>&1
+dm=$(grep -n 'symbol=__cxa_demangle;' "$TMPD/dm.out" | head -1 | cut -d: -f1)
+st=$(grep -n '^start ' "$TMPD/dm.out" | head -1 | cut -d: -f1)
+if [ "$RC" -eq 0 ] && [ -n "$dm" ] && [ -n "$st" ] && [ "$dm" -lt "$st" ] &&
+   ls "$TMPD" | grep -q '^dm\.'; then
+	pass rel.cost.demangler_not_in_handler
+else
+	fail rel.cost.demangler_not_in_handler "status $RC; first __cxa_demangle lookup at line ${dm:-none}, main's start at ${st:-none}; files: $(ls "$TMPD" | grep -c '^dm\.')"
+fi
+
 # --- a fork child of a profiled process (a shell, make) touches little
 # memory before its exec: the fork handlers read 270 KB of endpoint state
 # with no endpoint (+80 page faults a fork; fewest of 5 forks each)

@@ -7,10 +7,21 @@
  * dlopen there waits for the loader's lock, which a thread inside dlopen
  * holds while it waits for the profiler's): they are loaded by the first
  * dump outside malloc, or at start-up when dumps may run inside it.
+ * With "raise" it sends itself SIGUSR2 after "start".
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A C++-mangled name (alloc_site(unsigned long)), so that the profile has
+ * one for the encoder to demangle. */
+void *alloc_site(size_t n) __asm__("_Z10alloc_sitem");
+__attribute__((noinline)) void *
+alloc_site(size_t n)
+{
+	return malloc(n);
+}
 
 static void
 libs(const char *when)
@@ -32,15 +43,22 @@ libs(const char *when)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	libs("start");
+	/* "raise": a dump signal now (HEAPPROF_SIGNAL=USR2: a dump in the
+	 * handler). */
+	if (argc > 1 && !strcmp(argv[1], "raise")) {
+		for (int i = 0; i < 64; i++) /* certain samples at rate 1 */
+			free(alloc_site(100));
+		raise(SIGUSR2);
+	}
 	enum { N = 2048 };
 	static void *keep[N];
 	size_t total = 0;
 	for (int i = 0; i < N && total < ((size_t)32 << 20); i++) {
 		size_t n = (size_t)1024 << (i % 7);
-		keep[i] = malloc(n);
+		keep[i] = alloc_site(n);
 		if (keep[i])
 			memset(keep[i], 1, 16);
 		total += n;
