@@ -48,6 +48,7 @@
  * its own lock.
  */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -104,8 +105,65 @@ static __thread volatile int in_lock __attribute__((tls_model("initial-exec")));
 #define LOCK_WAIT 5
 static _Atomic(pthread_mutex_t *) dead[4];
 
+/* Fork. The locks are not held across fork (init.c), but a child forked
+ * while another thread is inside one of this file's sections would
+ * inherit its lists, bump and commit marks half updated (a run given back
+ * to PROT_NONE while `committed` still covered it: the child's next
+ * sample wrote to it, SIGSEGV). So sections are fenced off, as bucket.c's
+ * inserts: the fork handler raises `forking` and waits (bounded) until no
+ * section is in flight; a section that begins while it is up does not
+ * run: an allocation gives up at once (unsampled, counted), a free waits
+ * for the fork to end (bounded; then the block is leaked). `inflight` and
+ * `forking` are a Dekker pair (seq_cst); self_inflight counts this
+ * thread's own sections (a fork from a handler that interrupted one). */
+static _Atomic int forking, inflight;
+static __thread int self_inflight __attribute__((tls_model("initial-exec")));
+#define FORK_WAIT_MS 2000
+
+static int64_t
+mono_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool lock_once(pthread_mutex_t *m);
+
+/* Lock m and enter a fenced section, or false. `wait`: a fork being
+ * prepared is waited for (frees), else given up on (allocations). */
 static bool
-lock_m(pthread_mutex_t *m)
+lock_m(pthread_mutex_t *m, bool wait)
+{
+	int64_t until = 0;
+	for (;;) {
+		if (!lock_once(m))
+			return false;
+		self_inflight++;
+		atomic_fetch_add(&inflight, 1);
+		if (!atomic_load(&forking))
+			return true;
+		atomic_fetch_sub(&inflight, 1);
+		self_inflight--;
+		pthread_mutex_unlock(m);
+		atomic_signal_fence(memory_order_seq_cst);
+		in_lock--;
+		/* Nested in a section of ours (the fork waits for it), or
+		 * an allocation: give up now. */
+		if (!wait || self_inflight)
+			return false;
+		if (!until)
+			until = mono_now_ms() + FORK_WAIT_MS;
+		while (atomic_load(&forking)) {
+			if (mono_now_ms() > until)
+				return false;
+			sched_yield();
+		}
+	}
+}
+
+static bool
+lock_once(pthread_mutex_t *m)
 {
 	in_lock++;
 	atomic_signal_fence(memory_order_seq_cst);
@@ -144,6 +202,8 @@ locked:
 static void
 unlock_m(pthread_mutex_t *m)
 {
+	atomic_fetch_sub(&inflight, 1);
+	self_inflight--;
 	pthread_mutex_unlock(m);
 	atomic_signal_fence(memory_order_seq_cst);
 	in_lock--;
@@ -511,7 +571,7 @@ slot_get(shard *h, unsigned shift)
 	unsigned k = shift - SLOT_MIN_SHIFT;
 	if (!h->free[k]) {
 		bool dirty;
-		if (!lock_m(&lock))
+		if (!lock_m(&lock, false))
 			return 0;
 		uintptr_t slab = run_get(class_of(SLAB_BYTES / page), &dirty);
 		unlock_m(&lock);
@@ -544,7 +604,7 @@ slot_alloc(size_t size, bool zero)
 		t->shard = atomic_fetch_add(&next_shard, 1) % NSHARD + 1;
 	}
 	shard *h = &shards[t->shard - 1];
-	if (!lock_m(&h->lock))
+	if (!lock_m(&h->lock, false))
 		return NULL;
 	uintptr_t s = slot_get(h, shift);
 	if (s)
@@ -579,7 +639,7 @@ range_alloc(size_t size, size_t align, bool zero)
 	uint32_t c = pages <= ((size_t)1 << (NCLASS - 1)) ? class_of(pages)
 	                                                  : BIG_CLASS;
 	bool dirty = false;
-	if (!lock_m(&lock))
+	if (!lock_m(&lock, false))
 		return NULL;
 	uintptr_t run = c == BIG_CLASS ? exact_get(pages * page)
 	                               : run_get(c, &dirty);
@@ -649,7 +709,7 @@ heapprof__range_free(hp_obj *o)
 	if (c >= SLOT_CLASS) {
 		unsigned k = c - SLOT_CLASS - SLOT_MIN_SHIFT;
 		shard *h = &shards[o->shard % NSHARD];
-		if (!lock_m(&h->lock))
+		if (!lock_m(&h->lock, true))
 			return; /* abandoned: the slot is lost */
 		*(uintptr_t *)run = h->free[k];
 		atomic_thread_fence(memory_order_release);
@@ -659,7 +719,7 @@ heapprof__range_free(hp_obj *o)
 		return;
 	}
 	size_t pages = o->shard;
-	if (!lock_m(&lock))
+	if (!lock_m(&lock, true))
 		return; /* abandoned: the run is lost */
 	if (c == BIG_CLASS) {
 		exact_put(run, pages * page);
@@ -702,21 +762,29 @@ heapprof__range_stats(uint64_t *live, uint64_t *mapped, uint64_t *exh)
 	*live = *live > priv ? *live - priv : 0;
 }
 
+/* Before fork (init.c): no section of this file in flight, but this
+ * thread's own (a fork from a signal handler). Bounded: a thread that left
+ * a section by longjmp never ends it, and fork must not hang on it. */
 void
 heapprof__range_atfork_prepare(void)
 {
-	pthread_mutex_lock(&lock);
+	atomic_fetch_add(&forking, 1);
+	int64_t until = mono_now_ms() + FORK_WAIT_MS;
+	while (atomic_load(&inflight) > self_inflight && mono_now_ms() <= until)
+		sched_yield();
 }
 
 void
 heapprof__range_atfork_release(void)
 {
-	pthread_mutex_unlock(&lock);
+	atomic_fetch_sub(&forking, 1);
 }
 
 void
 heapprof__range_atfork_child(void)
 {
+	atomic_store(&forking, 0);
+	atomic_store(&inflight, self_inflight);
 	pthread_mutex_init(&lock, NULL);
 	for (int i = 0; i < NSHARD; i++)
 		pthread_mutex_init(&shards[i].lock, NULL);
