@@ -112,12 +112,16 @@ static _Atomic(pthread_mutex_t *) dead[4];
  * sample wrote to it, SIGSEGV). So sections are fenced off, as bucket.c's
  * inserts: the fork handler raises `forking` and waits (bounded) until no
  * section is in flight; a section that begins while it is up does not
- * run: an allocation gives up at once (unsampled, counted), a free waits
- * for the fork to end (bounded; then the block is leaked). `inflight` and
+ * run: an allocation gives up (unsampled, counted), a free is deferred
+ * (`deferred`, a lock-free stack linked through the header's bucket
+ * field: one compare-and-swap, whole in any child) and done by the next
+ * allocation or free after the fork. Never a wait: the thread may hold a
+ * stdio lock that the forking thread needs (init.c). `inflight` and
  * `forking` are a Dekker pair (seq_cst); self_inflight counts this
  * thread's own sections (a fork from a handler that interrupted one). */
 static _Atomic int forking, inflight;
 static __thread int self_inflight __attribute__((tls_model("initial-exec")));
+static _Atomic(hp_obj *) deferred;
 #define FORK_WAIT_MS 2000
 
 static int64_t
@@ -129,37 +133,25 @@ mono_now_ms(void)
 }
 
 static bool lock_once(pthread_mutex_t *m);
+static void drain_deferred(void);
 
-/* Lock m and enter a fenced section, or false. `wait`: a fork being
- * prepared is waited for (frees), else given up on (allocations). */
+/* Lock m and enter a fenced section, or false (a fork is being prepared,
+ * or the lock was abandoned). */
 static bool
-lock_m(pthread_mutex_t *m, bool wait)
+lock_m(pthread_mutex_t *m)
 {
-	int64_t until = 0;
-	for (;;) {
-		if (!lock_once(m))
-			return false;
-		self_inflight++;
-		atomic_fetch_add(&inflight, 1);
-		if (!atomic_load(&forking))
-			return true;
-		atomic_fetch_sub(&inflight, 1);
-		self_inflight--;
-		pthread_mutex_unlock(m);
-		atomic_signal_fence(memory_order_seq_cst);
-		in_lock--;
-		/* Nested in a section of ours (the fork waits for it), or
-		 * an allocation: give up now. */
-		if (!wait || self_inflight)
-			return false;
-		if (!until)
-			until = mono_now_ms() + FORK_WAIT_MS;
-		while (atomic_load(&forking)) {
-			if (mono_now_ms() > until)
-				return false;
-			sched_yield();
-		}
-	}
+	if (!lock_once(m))
+		return false;
+	self_inflight++;
+	atomic_fetch_add(&inflight, 1);
+	if (!atomic_load(&forking))
+		return true;
+	atomic_fetch_sub(&inflight, 1);
+	self_inflight--;
+	pthread_mutex_unlock(m);
+	atomic_signal_fence(memory_order_seq_cst);
+	in_lock--;
+	return false;
 }
 
 static bool
@@ -571,7 +563,7 @@ slot_get(shard *h, unsigned shift)
 	unsigned k = shift - SLOT_MIN_SHIFT;
 	if (!h->free[k]) {
 		bool dirty;
-		if (!lock_m(&lock, false))
+		if (!lock_m(&lock))
 			return 0;
 		uintptr_t slab = run_get(class_of(SLAB_BYTES / page), &dirty);
 		unlock_m(&lock);
@@ -604,7 +596,7 @@ slot_alloc(size_t size, bool zero)
 		t->shard = atomic_fetch_add(&next_shard, 1) % NSHARD + 1;
 	}
 	shard *h = &shards[t->shard - 1];
-	if (!lock_m(&h->lock, false))
+	if (!lock_m(&h->lock))
 		return NULL;
 	uintptr_t s = slot_get(h, shift);
 	if (s)
@@ -627,6 +619,7 @@ slot_alloc(size_t size, bool zero)
 static void *
 range_alloc(size_t size, size_t align, bool zero)
 {
+	drain_deferred();
 	size_t need;
 	if (!span_get() || in_lock || size > PTRDIFF_MAX || align > PTRDIFF_MAX ||
 	    __builtin_add_overflow(size, sizeof(hp_obj) + align, &need) ||
@@ -639,7 +632,7 @@ range_alloc(size_t size, size_t align, bool zero)
 	uint32_t c = pages <= ((size_t)1 << (NCLASS - 1)) ? class_of(pages)
 	                                                  : BIG_CLASS;
 	bool dirty = false;
-	if (!lock_m(&lock, false))
+	if (!lock_m(&lock))
 		return NULL;
 	uintptr_t run = c == BIG_CLASS ? exact_get(pages * page)
 	                               : run_get(c, &dirty);
@@ -696,21 +689,18 @@ heapprof__range_usable(const hp_obj *o)
 	return end - user;
 }
 
-void
-heapprof__range_free(hp_obj *o)
+/* A free run or slot back to its list, or deferred (a fork is being
+ * prepared), or lost (its lock was abandoned). */
+static void
+give_back(hp_obj *o)
 {
 	uintptr_t run = o->run;
 	uint32_t c = o->run_class;
-	if (o->magic == HP_PRIV_MAGIC)
-		atomic_fetch_sub_explicit(&priv_live, 1, memory_order_relaxed);
-	o->magic = 0; /* a second free of this pointer is caught by the caller */
-	if (in_lock)
-		return; /* a handler that interrupted this file: leak it */
 	if (c >= SLOT_CLASS) {
 		unsigned k = c - SLOT_CLASS - SLOT_MIN_SHIFT;
 		shard *h = &shards[o->shard % NSHARD];
-		if (!lock_m(&h->lock, true))
-			return; /* abandoned: the slot is lost */
+		if (!lock_m(&h->lock))
+			goto not_now;
 		*(uintptr_t *)run = h->free[k];
 		atomic_thread_fence(memory_order_release);
 		h->free[k] = run;
@@ -719,8 +709,8 @@ heapprof__range_free(hp_obj *o)
 		return;
 	}
 	size_t pages = o->shard;
-	if (!lock_m(&lock, true))
-		return; /* abandoned: the run is lost */
+	if (!lock_m(&lock))
+		goto not_now;
 	if (c == BIG_CLASS) {
 		exact_put(run, pages * page);
 	} else {
@@ -733,6 +723,41 @@ heapprof__range_free(hp_obj *o)
 	}
 	live_runs--;
 	unlock_m(&lock);
+	return;
+not_now:
+	if (!atomic_load(&forking))
+		return; /* abandoned: the slot or run is lost */
+	hp_obj *head = atomic_load(&deferred);
+	do
+		o->bucket = (struct hp_bucket *)head;
+	while (!atomic_compare_exchange_weak(&deferred, &head, o));
+}
+
+/* The frees deferred by a fork, once it is over. */
+static void
+drain_deferred(void)
+{
+	if (HP_LIKELY(!atomic_load_explicit(&deferred, memory_order_relaxed)) ||
+	    atomic_load(&forking) || in_lock)
+		return;
+	hp_obj *o = atomic_exchange(&deferred, NULL);
+	while (o) {
+		hp_obj *next = (hp_obj *)o->bucket;
+		give_back(o);
+		o = next;
+	}
+}
+
+void
+heapprof__range_free(hp_obj *o)
+{
+	if (o->magic == HP_PRIV_MAGIC)
+		atomic_fetch_sub_explicit(&priv_live, 1, memory_order_relaxed);
+	o->magic = 0; /* a second free of this pointer is caught by the caller */
+	if (in_lock)
+		return; /* a handler that interrupted this file: leak it */
+	give_back(o);
+	drain_deferred();
 }
 
 void
