@@ -32,6 +32,7 @@
  */
 #include <dlfcn.h>
 #include <link.h>
+#include <sys/auxv.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -62,6 +63,7 @@ static exit_fn real_exit;
 static signal_fn real_signal, real_sysv_signal;
 static int ending_on[2];     /* [0] SIGTERM, [1] SIGINT: ours when SIG_DFL */
 static int exit_on;          /* _exit dumps (and pushes the last interval) */
+static uintptr_t ldso_start, ldso_end; /* the dynamic loader's mapping */
 /* The process whose memory this is (init, then every fork child): a vfork
  * child has another pid and must not dump. */
 static _Atomic long self_pid;
@@ -118,17 +120,29 @@ ending_dump(int dump, const char *busy_msg)
 static int
 in_loader(hp_tls *t)
 {
-	struct dl_find_object fo;
-	if (!_dl_find_object ||
-	    _dl_find_object((void *)(uintptr_t)_dl_find_object, &fo) != 0)
+	if (!ldso_end)
 		return 1; /* cannot tell: assume so */
 	uint64_t pcs[HP_MAX_DEPTH];
 	int n = heapprof__stack_capture(t, 0, pcs, HP_MAX_DEPTH);
 	for (int i = 0; i < n; i++)
-		if (pcs[i] >= (uintptr_t)fo.dlfo_map_start &&
-		    pcs[i] < (uintptr_t)fo.dlfo_map_end)
+		if (pcs[i] >= ldso_start && pcs[i] < ldso_end)
 			return 1;
 	return 0;
+}
+
+/* ld.so's mapping (at start): the object at the interpreter's base, or,
+ * run as `ld.so PROGRAM` (no AT_BASE), the one holding _r_debug. */
+static void
+find_ldso(void)
+{
+	struct dl_find_object fo;
+	void *at = (void *)getauxval(AT_BASE);
+	if (!at)
+		at = (void *)&_r_debug;
+	if (_dl_find_object && _dl_find_object(at, &fo) == 0) {
+		ldso_start = (uintptr_t)fo.dlfo_map_start;
+		ldso_end = (uintptr_t)fo.dlfo_map_end;
+	}
 }
 
 static void
@@ -179,6 +193,7 @@ void
 heapprof__ending_init(void)
 {
 	atomic_store(&self_pid, (long)getpid());
+	find_ldso();
 	real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
 	real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
 	real_signal = (signal_fn)dlsym(RTLD_NEXT, "signal");
