@@ -31,6 +31,8 @@
  * signal arrives, and the program ends as the signal asks.
  */
 #include <dlfcn.h>
+#include <link.h>
+#include <sys/auxv.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -38,6 +40,11 @@
 #include <sys/syscall.h>
 
 #include "collect.h"
+
+#pragma weak _dl_find_object /* glibc 2.35+ */
+
+/* libs.c (libheapprof.so only, as this file). */
+int heapprof__lazy_libs_pending(void);
 
 /* glibc's own entry points, bound at link time, for calls before init. */
 extern int __sigaction(int, const struct sigaction *, struct sigaction *);
@@ -56,6 +63,7 @@ static exit_fn real_exit;
 static signal_fn real_signal, real_sysv_signal;
 static int ending_on[2];     /* [0] SIGTERM, [1] SIGINT: ours when SIG_DFL */
 static int exit_on;          /* _exit dumps (and pushes the last interval) */
+static uintptr_t ldso_start, ldso_end; /* the dynamic loader's mapping */
 /* The process whose memory this is (init, then every fork child): a vfork
  * child has another pid and must not dump. */
 static _Atomic long self_pid;
@@ -102,12 +110,58 @@ ending_dump(int dump, const char *busy_msg)
 	errno = saved;
 }
 
+/* Whether this thread was inside the dynamic loader (dlopen, dlclose, a
+ * lazy binding) when the signal came: a frame of ld.so on its stack,
+ * through the signal frame. The exit profile's first encoding loads libz
+ * and libm with dlopen (src/so/libs.c), which nested in the interrupted
+ * one ran on its half-made state: "Inconsistency detected by ld.so:
+ * dl-load.c: _dl_map_object_from_fd: Assertion `r->r_state == RT_ADD'
+ * failed", status 127 instead of 143. Called with busy set. */
+static int
+in_loader(hp_tls *t)
+{
+	if (!ldso_end)
+		return 1; /* cannot tell: assume so */
+	uint64_t pcs[HP_MAX_DEPTH];
+	int n = heapprof__stack_capture(t, 0, pcs, HP_MAX_DEPTH);
+	for (int i = 0; i < n; i++)
+		if (pcs[i] >= ldso_start && pcs[i] < ldso_end)
+			return 1;
+	return 0;
+}
+
+/* ld.so's mapping (at start): the object at the interpreter's base, or,
+ * run as `ld.so PROGRAM` (no AT_BASE), the one holding _r_debug. */
+static void
+find_ldso(void)
+{
+	struct dl_find_object fo;
+	void *at = (void *)getauxval(AT_BASE);
+	if (!at)
+		at = (void *)&_r_debug;
+	if (_dl_find_object && _dl_find_object(at, &fo) == 0) {
+		ldso_start = (uintptr_t)fo.dlfo_map_start;
+		ldso_end = (uintptr_t)fo.dlfo_map_end;
+	}
+}
+
 static void
 on_ending(int sig, siginfo_t *si, void *uc)
 {
 	(void)si, (void)uc;
-	ending_dump(1, "SIGTERM or SIGINT arrived inside the profiler: no "
-	            "profile at this ending");
+	hp_tls *t = &heapprof__tls;
+	int loader = 0;
+	if (!t->busy && heapprof__lazy_libs_pending()) {
+		hp_enter(t);
+		loader = in_loader(t);
+		hp_leave(t);
+	}
+	if (loader)
+		heapprof__warn("SIGTERM or SIGINT arrived inside the dynamic "
+		               "loader: no profile at this ending");
+	else
+		ending_dump(1, "SIGTERM or SIGINT arrived inside the profiler: "
+		            "no profile at this ending");
 	/* The default action, now: the process dies of the signal. */
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
@@ -139,6 +193,7 @@ void
 heapprof__ending_init(void)
 {
 	atomic_store(&self_pid, (long)getpid());
+	find_ldso();
 	real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
 	real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
 	real_signal = (signal_fn)dlsym(RTLD_NEXT, "signal");

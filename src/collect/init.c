@@ -201,6 +201,7 @@ atfork_prepare(void)
 		fork_state[d] = heapprof__hooks() &&
 		                heapprof__delivery.atfork_prepare() ? 2 : 1;
 		heapprof__bucket_atfork_prepare(); /* no insert in flight */
+		heapprof__range_atfork_prepare(); /* nor a range section */
 	}
 }
 
@@ -218,6 +219,7 @@ atfork_parent(void)
 	int st = fork_pop();
 	if (st) {
 		heapprof__bucket_atfork_release();
+		heapprof__range_atfork_release();
 		if (heapprof__hooks())
 			heapprof__delivery.atfork_parent(st == 2);
 		hp_leave(&heapprof__tls);

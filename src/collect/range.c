@@ -48,6 +48,7 @@
  * its own lock.
  */
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -104,8 +105,57 @@ static __thread volatile int in_lock __attribute__((tls_model("initial-exec")));
 #define LOCK_WAIT 5
 static _Atomic(pthread_mutex_t *) dead[4];
 
+/* Fork. The locks are not held across fork (init.c), but a child forked
+ * while another thread is inside one of this file's sections would
+ * inherit its lists, bump and commit marks half updated (a run given back
+ * to PROT_NONE while `committed` still covered it: the child's next
+ * sample wrote to it, SIGSEGV). So sections are fenced off, as bucket.c's
+ * inserts: the fork handler raises `forking` and waits (bounded) until no
+ * section is in flight; a section that begins while it is up does not
+ * run: an allocation gives up (unsampled, counted), a free is deferred
+ * (`deferred`, a lock-free stack linked through the header's bucket
+ * field: one compare-and-swap, whole in any child) and done by the next
+ * allocation or free after the fork. Never a wait: the thread may hold a
+ * stdio lock that the forking thread needs (init.c). `inflight` and
+ * `forking` are a Dekker pair (seq_cst); self_inflight counts this
+ * thread's own sections (a fork from a handler that interrupted one). */
+static _Atomic int forking, inflight;
+static __thread int self_inflight __attribute__((tls_model("initial-exec")));
+static _Atomic(hp_obj *) deferred;
+#define FORK_WAIT_MS 2000
+
+static int64_t
+mono_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool lock_once(pthread_mutex_t *m);
+static void drain_deferred(void);
+
+/* Lock m and enter a fenced section, or false (a fork is being prepared,
+ * or the lock was abandoned). */
 static bool
 lock_m(pthread_mutex_t *m)
+{
+	if (!lock_once(m))
+		return false;
+	self_inflight++;
+	atomic_fetch_add(&inflight, 1);
+	if (!atomic_load(&forking))
+		return true;
+	atomic_fetch_sub(&inflight, 1);
+	self_inflight--;
+	pthread_mutex_unlock(m);
+	atomic_signal_fence(memory_order_seq_cst);
+	in_lock--;
+	return false;
+}
+
+static bool
+lock_once(pthread_mutex_t *m)
 {
 	in_lock++;
 	atomic_signal_fence(memory_order_seq_cst);
@@ -144,6 +194,8 @@ locked:
 static void
 unlock_m(pthread_mutex_t *m)
 {
+	atomic_fetch_sub(&inflight, 1);
+	self_inflight--;
 	pthread_mutex_unlock(m);
 	atomic_signal_fence(memory_order_seq_cst);
 	in_lock--;
@@ -567,6 +619,7 @@ slot_alloc(size_t size, bool zero)
 static void *
 range_alloc(size_t size, size_t align, bool zero)
 {
+	drain_deferred();
 	size_t need;
 	if (!span_get() || in_lock || size > PTRDIFF_MAX || align > PTRDIFF_MAX ||
 	    __builtin_add_overflow(size, sizeof(hp_obj) + align, &need) ||
@@ -636,21 +689,18 @@ heapprof__range_usable(const hp_obj *o)
 	return end - user;
 }
 
-void
-heapprof__range_free(hp_obj *o)
+/* A free run or slot back to its list, or deferred (a fork is being
+ * prepared), or lost (its lock was abandoned). */
+static void
+give_back(hp_obj *o)
 {
 	uintptr_t run = o->run;
 	uint32_t c = o->run_class;
-	if (o->magic == HP_PRIV_MAGIC)
-		atomic_fetch_sub_explicit(&priv_live, 1, memory_order_relaxed);
-	o->magic = 0; /* a second free of this pointer is caught by the caller */
-	if (in_lock)
-		return; /* a handler that interrupted this file: leak it */
 	if (c >= SLOT_CLASS) {
 		unsigned k = c - SLOT_CLASS - SLOT_MIN_SHIFT;
 		shard *h = &shards[o->shard % NSHARD];
 		if (!lock_m(&h->lock))
-			return; /* abandoned: the slot is lost */
+			goto not_now;
 		*(uintptr_t *)run = h->free[k];
 		atomic_thread_fence(memory_order_release);
 		h->free[k] = run;
@@ -660,7 +710,7 @@ heapprof__range_free(hp_obj *o)
 	}
 	size_t pages = o->shard;
 	if (!lock_m(&lock))
-		return; /* abandoned: the run is lost */
+		goto not_now;
 	if (c == BIG_CLASS) {
 		exact_put(run, pages * page);
 	} else {
@@ -673,6 +723,41 @@ heapprof__range_free(hp_obj *o)
 	}
 	live_runs--;
 	unlock_m(&lock);
+	return;
+not_now:
+	if (!atomic_load(&forking))
+		return; /* abandoned: the slot or run is lost */
+	hp_obj *head = atomic_load(&deferred);
+	do
+		o->bucket = (struct hp_bucket *)head;
+	while (!atomic_compare_exchange_weak(&deferred, &head, o));
+}
+
+/* The frees deferred by a fork, once it is over. */
+static void
+drain_deferred(void)
+{
+	if (HP_LIKELY(!atomic_load_explicit(&deferred, memory_order_relaxed)) ||
+	    atomic_load(&forking) || in_lock)
+		return;
+	hp_obj *o = atomic_exchange(&deferred, NULL);
+	while (o) {
+		hp_obj *next = (hp_obj *)o->bucket;
+		give_back(o);
+		o = next;
+	}
+}
+
+void
+heapprof__range_free(hp_obj *o)
+{
+	if (o->magic == HP_PRIV_MAGIC)
+		atomic_fetch_sub_explicit(&priv_live, 1, memory_order_relaxed);
+	o->magic = 0; /* a second free of this pointer is caught by the caller */
+	if (in_lock)
+		return; /* a handler that interrupted this file: leak it */
+	give_back(o);
+	drain_deferred();
 }
 
 void
@@ -702,21 +787,29 @@ heapprof__range_stats(uint64_t *live, uint64_t *mapped, uint64_t *exh)
 	*live = *live > priv ? *live - priv : 0;
 }
 
+/* Before fork (init.c): no section of this file in flight, but this
+ * thread's own (a fork from a signal handler). Bounded: a thread that left
+ * a section by longjmp never ends it, and fork must not hang on it. */
 void
 heapprof__range_atfork_prepare(void)
 {
-	pthread_mutex_lock(&lock);
+	atomic_fetch_add(&forking, 1);
+	int64_t until = mono_now_ms() + FORK_WAIT_MS;
+	while (atomic_load(&inflight) > self_inflight && mono_now_ms() <= until)
+		sched_yield();
 }
 
 void
 heapprof__range_atfork_release(void)
 {
-	pthread_mutex_unlock(&lock);
+	atomic_fetch_sub(&forking, 1);
 }
 
 void
 heapprof__range_atfork_child(void)
 {
+	atomic_store(&forking, 0);
+	atomic_store(&inflight, self_inflight);
 	pthread_mutex_init(&lock, NULL);
 	for (int i = 0; i < NSHARD; i++)
 		pthread_mutex_init(&shards[i].lock, NULL);

@@ -21,6 +21,7 @@
 hp_libfns heapprof__libfns; /* filled by load(), under `once` */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int state; /* 0 loaded, -1 not (written once, under `once`) */
+static _Atomic int tried; /* load() has run: no dlopen left to do */
 
 static void
 load(void)
@@ -46,11 +47,21 @@ load(void)
 	}
 	if (!ok) {
 		state = -1;
+		atomic_store(&tried, 1);
 		heapprof__warn("cannot load libz.so.1 or libm.so.6: no profile "
 		               "can be written");
 		return;
 	}
 	heapprof__libfns = f;
+	atomic_store(&tried, 1);
+}
+
+/* Whether heapprof__lazy_libs() would call dlopen (ending.c: not from a
+ * signal handler that interrupted the dynamic loader). */
+int
+heapprof__lazy_libs_pending(void)
+{
+	return !atomic_load(&tried);
 }
 
 int

@@ -1,0 +1,35 @@
+/*
+ * rprog_termdl.c: loops dlopen/dlclose of LIB (argv[1]) while allocating,
+ * until a signal ends it. Under the profiler a SIGTERM (default action)
+ * that lands inside the dynamic loader must still end the program with
+ * status 143: the exit profile's handler must not dlopen libz and libm
+ * inside the interrupted dlopen.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2)
+		return 2;
+	void *keep[64];
+	for (int i = 0; i < 64; i++) {
+		keep[i] = malloc(4096);
+		memset(keep[i], i, 4096);
+	}
+	printf("looping\n");
+	fflush(stdout);
+	for (unsigned i = 0;; i++) {
+		void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+		if (!h) {
+			fprintf(stderr, "%s\n", dlerror());
+			return 2;
+		}
+		free(keep[i % 64]);
+		keep[i % 64] = malloc(100 + i % 3000);
+		dlclose(h);
+	}
+}
