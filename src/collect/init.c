@@ -7,12 +7,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/uio.h>

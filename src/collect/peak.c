@@ -32,12 +32,9 @@
  * anyway). A fork child whose parent had another thread
  * inside gets the lock free again (that thread does not exist there).
  */
-#include <fcntl.h>
 #include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "collect.h"
