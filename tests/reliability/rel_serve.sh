@@ -63,7 +63,7 @@ for how in exit _exit; do
 		bad=""; i=0
 		while [ $i -lt "$RUNS" ]; do
 			i=$((i + 1))
-			run_t rel.serve$SFX.sig$how.rate$r 30 env HEAPPROF_RATE=$r \
+			run_td rel.serve$SFX.sig$how.rate$r 30 env HEAPPROF_RATE=$r \
 				HEAPPROF_OUT="$TMPD/se.%p.pb.gz" LD_PRELOAD="$PRE" "$P" sigexit $how $i \
 				>/dev/null 2>>"$TMPD/sigexit.err" || { bad=hang; break; }
 			[ $RC -eq 3 ] || { bad="run $i: status $RC"; break; }
