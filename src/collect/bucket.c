@@ -27,6 +27,7 @@
  * thread holds (an insert takes only `lock` and the arena's).
  */
 #include <sched.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -71,7 +72,7 @@ heads_get(void)
 int
 heapprof__bucket_init(void)
 {
-	return heads_get() ? 0 : -12;
+	return heads_get() ? 0 : -ENOMEM;
 }
 
 static uint64_t
