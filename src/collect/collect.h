@@ -334,8 +334,9 @@ void heapprof__bucket_atfork_child(void);
 
 /* The HEAPPROF_* environment into c (bad values warn and keep c's). */
 void heapprof__read_env(hp_config *c);
-/* /proc/self/cmdline, NULs as spaces, cut to cap. */
-void heapprof__read_cmdline(char *buf, size_t cap);
+/* The command line from argv (or /proc/self/cmdline without one),
+ * arguments joined by spaces, cut to cap. */
+void heapprof__read_cmdline(char *buf, size_t cap, int argc, char **argv);
 /* 0 if this process is not to be profiled (HEAPPROF_CHILDREN=0 in a
  * child, HEAPPROF_ONLY naming other programs). */
 int heapprof__wanted(const char *cmdline);

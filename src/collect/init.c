@@ -280,8 +280,9 @@ exit_dump(void)
  * loaded after us, so their allocations are seen and our atexit handler
  * runs after the handlers (and C++ static destructors) they register. */
 __attribute__((constructor(101))) static void
-heapprof_init(void)
+heapprof_init(int argc, char **argv, char **envp)
 {
+	(void)envp; /* glibc passes constructors main's three arguments */
 	hp_tls *t = &heapprof__tls;
 	hp_enter(t);
 	note_stderr();
@@ -294,7 +295,7 @@ heapprof_init(void)
 	}
 	heapprof__init_pid = (long)getpid();
 	heapprof__read_env(&heapprof__cfg);
-	heapprof__read_cmdline(heapprof__cmdline, sizeof(heapprof__cmdline));
+	heapprof__read_cmdline(heapprof__cmdline, sizeof(heapprof__cmdline), argc, argv);
 	if (!heapprof__wanted(heapprof__cmdline)) {
 		/* Not this process: nothing sampled, nothing written. */
 		heapprof__cfg.rate = 0;

@@ -50,6 +50,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -222,8 +223,10 @@ heapprof__range_init(void)
 {
 	if (span_get())
 		return 0;
-	long ps = sysconf(_SC_PAGESIZE);
-	page = ps > 0 ? (size_t)ps : 4096;
+	/* The auxiliary vector, not sysconf(): init already reads it, and
+	 * sysconf's code is one more page of libc to fault in. */
+	unsigned long ps = getauxval(AT_PAGESZ);
+	page = ps ? (size_t)ps : 4096;
 	/* Midway between the program break and the stack: the largest gap
 	 * of a usual layout, far from where mmap places things, so the range
 	 * can grow upwards. Both ends are randomised (ASLR). */

@@ -1,7 +1,8 @@
 /*
  * parse.c: parsing of option values shared by the library's environment
  * variables and the CLI's flags (byte counts, signal names), so both accept
- * exactly the same spellings.
+ * exactly the same spellings; and the text of a command line, as profiles
+ * name it.
  */
 #include <errno.h>
 #include <signal.h>
@@ -111,4 +112,22 @@ HP_HIDDEN int
 heapprof__many_files(int64_t interval, int sig)
 {
 	return interval > 0 || (sig > 0 && sig != SIGTERM && sig != SIGINT);
+}
+
+HP_HIDDEN void
+heapprof__join_args(char *buf, size_t cap, int argc, char *const *argv)
+{
+	int last = 0;
+	for (int i = 0; i < argc && argv[i]; i++)
+		if (*argv[i])
+			last = i + 1;
+	size_t n = 0;
+	for (int i = 0; i < last && n + 1 < cap; i++) {
+		if (i)
+			buf[n++] = ' ';
+		for (const char *a = argv[i]; *a && n + 1 < cap; a++)
+			buf[n++] = *a == '\n' ? ' ' : *a;
+	}
+	if (cap)
+		buf[n] = 0;
 }

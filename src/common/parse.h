@@ -1,5 +1,6 @@
 /*
- * parse.h: option value parsing shared by the library and the CLI.
+ * parse.h: option value parsing shared by the library and the CLI, and
+ * the text of a command line.
  */
 #ifndef HEAPPROF_PARSE_H
 #define HEAPPROF_PARSE_H
@@ -24,5 +25,9 @@ int heapprof__many_files(int64_t interval, int sig);
  * files do not overwrite one another. 1 if inserted, 0 if already there, or
  * -ENAMETOOLONG (t unchanged). */
 int heapprof__tmpl_add_seq(char *t, size_t cap);
+/* argv as /proc/self/cmdline shows it, NULs and newlines as spaces: the
+ * arguments joined by one space, ending at the last non-empty one, cut to
+ * cap - 1 bytes and NUL-terminated. */
+void heapprof__join_args(char *buf, size_t cap, int argc, char *const *argv);
 
 #endif

@@ -633,6 +633,11 @@ heapprof__serve_exit(int dump)
 void
 heapprof__serve_exit_wait(int ms)
 {
+	/* Usually nothing to wait for: then no clock is read (the first
+	 * clock_gettime of a process faults in the vDSO's data pages, two
+	 * page faults at every exit). */
+	if (!atomic_load(&exiting) || atomic_load(&exit_done))
+		return;
 	int cs = cancel_off();
 	int64_t end = mono_ms(CLOCK_MONOTONIC) + ms;
 	while (atomic_load(&exiting) && !atomic_load(&exit_done) &&

@@ -1,13 +1,18 @@
 /*
  * test_parse.c: option values shared by the library and the CLI
  * (src/common/parse.c): signal names, and the %n a template gets when a
- * process may write several files.
+ * process may write several files; the command line's text (argv joined
+ * as /proc/self/cmdline shows it).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "parse.h"
 #include "test.h"
@@ -59,11 +64,72 @@ TEST(many_files)
 	CHECK_EQ(heapprof__many_files(0, SIGINT), 0);
 }
 
-int
-main(void)
+static int main_argc;
+static char **main_argv;
+
+/* What the kernel shows for this process, NULs as spaces, trailing NULs
+ * dropped: the reference heapprof__join_args must equal. */
+static void
+proc_cmdline(char *buf, size_t cap)
 {
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, cap - 1) : 0;
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		n = 0;
+	while (n > 0 && buf[n - 1] == 0)
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == 0 || buf[i] == '\n')
+			buf[i] = ' ';
+	buf[n] = 0;
+}
+
+TEST(join_args)
+{
+	char a[512], b[512];
+	heapprof__join_args(a, sizeof(a), main_argc, main_argv);
+	proc_cmdline(b, sizeof(b));
+	CHECK(a[0] != 0);
+	CHECK_STR(a, b);
+	char *const odd[] = {"prog", "", "two\nlines", "x y", "", "", NULL};
+	heapprof__join_args(a, sizeof(a), 6, odd);
+	CHECK_STR(a, "prog  two lines x y");
+	heapprof__join_args(a, 8, 6, odd);
+	CHECK_STR(a, "prog  t");
+	char *const empty[] = {"", NULL};
+	heapprof__join_args(a, sizeof(a), 1, empty);
+	CHECK_STR(a, "");
+	/* The same comparison in a child run with odd arguments: empty ones
+	 * inside and at the end, a newline, spaces. */
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		char *const args[] = {main_argv[0], "", "b\nc", "d e", "", "", NULL};
+		setenv("TEST_PARSE_JOIN_CHILD", "1", 1);
+		execv("/proc/self/exe", args);
+		_exit(127);
+	}
+	int st = 0;
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+int
+main(int argc, char **argv)
+{
+	main_argc = argc;
+	main_argv = argv;
+	if (getenv("TEST_PARSE_JOIN_CHILD")) {
+		char a[512], b[512];
+		heapprof__join_args(a, sizeof(a), argc, argv);
+		proc_cmdline(b, sizeof(b));
+		return strcmp(a, b) != 0 || !strstr(a, "  b c d e");
+	}
 	RUN(signals);
 	RUN(add_seq);
 	RUN(many_files);
+	RUN(join_args);
 	TEST_MAIN_END();
 }
