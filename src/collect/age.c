@@ -38,7 +38,7 @@
 #define FREE_BIT ((uint64_t)1 << 63)
 #define TICKS_PER_S 16
 
-static _Atomic(_Atomic uint64_t *) chunks[NCHUNK];
+static _Atomic(_Atomic uint64_t *) chunks[NCHUNK] HP_BIG_BSS;
 static _Atomic uint32_t used;   /* slots handed out from the bump index */
 static _Atomic uint64_t head;   /* tag << 32 | (free slot + 1) */
 

@@ -55,20 +55,20 @@ heapprof__arena_bytes(void)
 	return atomic_load_explicit(&total, memory_order_relaxed);
 }
 
-void
+HP_RARE void
 heapprof__arena_atfork_prepare(void)
 {
 	pthread_mutex_lock(&lock);
 }
 
-void
+HP_RARE void
 heapprof__arena_atfork_release(void)
 {
 	pthread_mutex_unlock(&lock);
 }
 
-void
+HP_RARE void
 heapprof__arena_atfork_child(void)
 {
-	pthread_mutex_init(&lock, NULL);
+	hp_mutex_reset(&lock);
 }

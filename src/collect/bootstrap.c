@@ -71,7 +71,7 @@ is_self(void *f)
 	       (const char *)f < __stop_heapprof_entry;
 }
 
-static void *
+HP_RARE static void *
 find(const char *name, void *fallback)
 {
 	void *f = dlsym(RTLD_NEXT, name);
@@ -84,7 +84,7 @@ find(const char *name, void *fallback)
 	return f && !is_self(f) ? f : fallback;
 }
 
-void
+HP_RARE void
 heapprof__interpose_resolve(void)
 {
 	int expect = 0;

@@ -169,7 +169,7 @@ heapprof__bucket_count(void)
  * bounded (2 s): a thread that left an insert by longjmp from a signal
  * handler never finishes it, and fork must not hang on it; the child may
  * then see that one bucket half inserted, as before the fence. */
-void
+HP_RARE void
 heapprof__bucket_atfork_prepare(void)
 {
 	atomic_fetch_add(&forking, 1);
@@ -186,7 +186,7 @@ heapprof__bucket_atfork_prepare(void)
 
 /* In the parent, after a fork whose prepare ran. Never below zero: a
  * child has reset the count (below) under an outer fork's raise. */
-void
+HP_RARE void
 heapprof__bucket_atfork_release(void)
 {
 	int f = atomic_load(&forking);
@@ -198,10 +198,10 @@ heapprof__bucket_atfork_release(void)
  * No other thread is left to be inside an insert; this one may be, if it
  * forked from a signal handler that interrupted one, and then finishes
  * it after the handler returns. */
-void
+HP_RARE void
 heapprof__bucket_atfork_child(void)
 {
-	pthread_mutex_init(&lock, NULL);
+	hp_mutex_reset(&lock);
 	atomic_store(&inflight, self_inflight);
 	atomic_store(&forking, 0);
 }

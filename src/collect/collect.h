@@ -63,6 +63,25 @@ hp_leave(hp_tls *t)
 		t->left = t->saved_left;
 }
 
+/* In a fork child: a default mutex that another thread held at the fork
+ * is made free again; a free one is left unwritten, so that the child
+ * copies no page for it. A glibc default mutex that nobody holds has its
+ * initializer's bytes; any other bytes get the initializer (never use
+ * this on a mutex made with attributes). */
+HP_INLINE void
+hp_mutex_reset(pthread_mutex_t *m)
+{
+	const pthread_mutex_t init = PTHREAD_MUTEX_INITIALIZER; /* no constant page read */
+	const unsigned char *a = (const unsigned char *)m;
+	const unsigned char *b = (const unsigned char *)&init;
+	for (size_t i = 0; i < sizeof(init); i++) {
+		if (a[i] != b[i]) {
+			*m = init;
+			return;
+		}
+	}
+}
+
 /* ------------------------------------------------------------ configuration */
 
 enum { HP_UNWIND_DWARF = 0, HP_UNWIND_FP = 1, HP_UNWIND_LIBUNWIND = 2 };

@@ -80,7 +80,7 @@ warn_env(const char *var, const char *val, const char *why, const char *dflt)
 static const char *hp_env[NENV]; /* constructor only */
 static int hp_nenv;
 
-static void
+HP_RARE static void
 scan_env(void)
 {
 	extern char **environ;
@@ -91,7 +91,7 @@ scan_env(void)
 			hp_env[hp_nenv++] = *e;
 }
 
-static const char *
+HP_RARE static const char *
 env_get(const char *name)
 {
 	size_t n = strlen(name);
@@ -105,7 +105,7 @@ env_get(const char *name)
 /* gperftools' HEAPPROFILE=prefix, when HEAPPROF_OUT is unset: its file
  * names, prefix.PID.NNNN.heap (serve_path's %P: the pid in five digits,
  * %N: 0001, 0002, ...), in legacy text unless HEAPPROF_FORMAT is set. */
-static void
+HP_RARE static void
 read_gperftools_env(hp_config *c)
 {
 	const char *v = secure_getenv("HEAPPROFILE");
@@ -135,7 +135,7 @@ read_gperftools_env(hp_config *c)
 
 /* A HEAPPROF_* variable that is none of ours (HEAPPROF_OUTPUT for
  * HEAPPROF_OUT) is named in one warning, not ignored in silence. */
-static void
+HP_RARE static void
 check_env_names(void)
 {
 	static const char *const known[] = {
@@ -165,7 +165,7 @@ check_env_names(void)
 	}
 }
 
-void
+HP_RARE void
 heapprof__read_env(hp_config *c)
 {
 	scan_env();
@@ -314,7 +314,7 @@ heapprof__read_env(hp_config *c)
  * constructors: the same bytes as /proc/self/cmdline at start, without an
  * open, a read and a close in every process. /proc only when there is no
  * argv. */
-void
+HP_RARE void
 heapprof__read_cmdline(char *buf, size_t cap, int argc, char **argv)
 {
 	buf[0] = 0;
@@ -366,7 +366,7 @@ name_matches(const char *pats, const char *name)
  * process other than the one `heapprof run` started, or HEAPPROF_ONLY
  * naming other programs. Such a process keeps the library (its own
  * children may match) but samples nothing and writes nothing. */
-int
+HP_RARE int
 heapprof__wanted(const char *cmdline)
 {
 	const char *v = secure_getenv("HEAPPROF_CHILDREN");
@@ -481,7 +481,7 @@ cgroup_path(const char *cg, const char *v1ctl, char *out, size_t cap)
 static int64_t
 cgroup_limit(void)
 {
-	static char cg[8192], mi[65536];
+	static char cg[8192] HP_BIG_BSS, mi[65536] HP_BIG_BSS;
 	char v2[1024], v1[1024];
 	if (slurp("/proc/self/cgroup", cg, sizeof(cg)) <= 0 ||
 	    slurp("/proc/self/mountinfo", mi, sizeof(mi)) <= 0)

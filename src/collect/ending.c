@@ -74,7 +74,7 @@ slot(int sig)
 	return sig == SIGTERM ? 0 : sig == SIGINT ? 1 : -1;
 }
 
-static int
+HP_RARE static int
 call_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	return real_sigaction ? real_sigaction(sig, act, old)
@@ -132,7 +132,7 @@ in_loader(hp_tls *t)
 
 /* ld.so's mapping (at start): the object at the interpreter's base, or,
  * run as `ld.so PROGRAM` (no AT_BASE), the one holding _r_debug. */
-static void
+HP_RARE static void
 find_ldso(void)
 {
 	struct dl_find_object fo;
@@ -189,7 +189,7 @@ our_action(struct sigaction *a)
 	sigfillset(&a->sa_mask);
 }
 
-void
+HP_RARE void
 heapprof__ending_init(void)
 {
 	atomic_store(&self_pid, (long)getpid());
@@ -212,7 +212,7 @@ heapprof__ending_init(void)
 	}
 }
 
-void
+HP_RARE void
 heapprof__ending_atfork_child(void)
 {
 	atomic_store(&self_pid, (long)getpid());

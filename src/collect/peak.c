@@ -167,7 +167,7 @@ heapprof__peak_read(int64_t *objs, uint32_t n, int reset)
 	give();
 }
 
-void
+HP_RARE void
 heapprof__peak_atfork_child(void)
 {
 	atomic_store(&lock, self_held);
@@ -185,7 +185,7 @@ heapprof_peak_reset(void)
 	hp_leave(t);
 }
 
-void
+HP_RARE void
 heapprof__peak_init(void)
 {
 	growth = heapprof__cfg.dump_growth;

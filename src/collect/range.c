@@ -218,7 +218,7 @@ limited(void)
 	       rl.rlim_cur < ((rlim_t)1 << 40);
 }
 
-int
+HP_RARE int
 heapprof__range_init(void)
 {
 	if (span_get())
@@ -793,7 +793,7 @@ heapprof__range_stats(uint64_t *live, uint64_t *mapped, uint64_t *exh)
 /* Before fork (init.c): no section of this file in flight, but this
  * thread's own (a fork from a signal handler). Bounded: a thread that left
  * a section by longjmp never ends it, and fork must not hang on it. */
-void
+HP_RARE void
 heapprof__range_atfork_prepare(void)
 {
 	atomic_fetch_add(&forking, 1);
@@ -802,18 +802,20 @@ heapprof__range_atfork_prepare(void)
 		sched_yield();
 }
 
-void
+HP_RARE void
 heapprof__range_atfork_release(void)
 {
 	atomic_fetch_sub(&forking, 1);
 }
 
-void
+HP_RARE void
 heapprof__range_atfork_child(void)
 {
 	atomic_store(&forking, 0);
 	atomic_store(&inflight, self_inflight);
-	pthread_mutex_init(&lock, NULL);
+	/* A lock another thread held at the fork is reset; one that is free
+	 * is left unwritten (a page a fork child need not copy). */
+	hp_mutex_reset(&lock);
 	for (int i = 0; i < NSHARD; i++)
-		pthread_mutex_init(&shards[i].lock, NULL);
+		hp_mutex_reset(&shards[i].lock);
 }

@@ -130,7 +130,7 @@ heapprof__sampler_take(hp_tls *t, int64_t rate, uint64_t w)
 	return at;
 }
 
-void
+HP_RARE void
 heapprof__sampler_reset(hp_tls *t)
 {
 	t->seeded = 0;

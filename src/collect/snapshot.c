@@ -159,7 +159,7 @@ collect_mappings(heapprof_maps *maps, heapprof_mapping **out, size_t *n)
 /* In a child forked while another thread was inside a dump: the caches
  * may be half updated, so the child starts afresh (the old ones are left
  * allocated: freeing them could free what is not consistent). */
-void
+HP_RARE void
 heapprof__snapshot_atfork_reset(void)
 {
 	symcache = NULL;

@@ -60,7 +60,7 @@ load_libunwind(void)
  * not in a signal handler later), and libunwind loaded and warmed up if
  * it was asked for (its first use allocates and loads). Nothing else:
  * the DWARF unwinder needs no set-up. */
-int
+HP_RARE int
 heapprof__stack_init(hp_tls *t)
 {
 	if (!t->stack_hi)
@@ -101,7 +101,7 @@ heapprof__stack_unwinder(void)
  * or the numbers do not fit that layout. */
 extern void *__libc_stack_end;
 
-static int
+HP_RARE static int
 main_stack_bounds(hp_tls *t)
 {
 	struct rlimit rl;

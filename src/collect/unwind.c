@@ -85,7 +85,7 @@ enum {
  * (5-level paging) are not cached. */
 #define CBITS 13
 #define CSIZE (1u << CBITS)
-static _Atomic uint64_t cache[CSIZE];
+static _Atomic uint64_t cache[CSIZE] HP_BIG_BSS;
 
 HP_INLINE uint32_t
 cache_slot(uintptr_t key)

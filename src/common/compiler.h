@@ -13,6 +13,17 @@
 #define HP_EXPORT __attribute__((visibility("default")))
 #define HP_UNUSED __attribute__((unused))
 #define HP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* A large zero-initialised array that a process which samples nothing
+ * never touches: libheapprof.so is linked with --sort-section=name, so
+ * these come after every other .bss variable and the small state that
+ * start-up and exit do touch shares a few pages (each page is a fault,
+ * ~12 us on the VMs measured: BENCHMARKS.md). */
+#define HP_BIG_BSS __attribute__((section(".bss.hp_big")))
+/* A function that runs at start-up or exit in every process, or rarely:
+ * cold, so the compiler puts them all together at the start of .text and a
+ * process that does nothing else touches one or two code pages, not one
+ * per file (each is a page fault). */
+#define HP_RARE __attribute__((cold))
 
 /* Propagate a negative error code: TRY(f(x)); */
 #define HP_TRY(expr)                                                           \

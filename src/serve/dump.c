@@ -219,7 +219,7 @@ unlock_from(pid_t pid)
  * only as deep as they go (dump_lock). */
 static char *dump_stack;
 static size_t dump_stack_size; /* 4 MiB, or less under RLIMIT_AS */
-static ucontext_t dump_uc, back_uc;
+static ucontext_t dump_uc HP_BIG_BSS, back_uc HP_BIG_BSS;
 static int (*stack_fn)(void *);
 static void *stack_arg;
 static int stack_rc;
@@ -513,7 +513,7 @@ heapprof__serve_snapshot(heapprof_write_fn *write_fn, void *arg,
 
 /* ------------------------------------------------------------ life cycle */
 
-void
+HP_RARE void
 heapprof__serve_start(void)
 {
 	if (heapprof__cfg.symbolize == 2) {
@@ -580,7 +580,7 @@ heapprof__serve_start(void)
  * hold no sample, and is not written unless HEAPPROF_WRITE_EMPTY=1 (a
  * build's hundreds of short processes would each leave an empty file,
  * and pay for symbolizing the mappings). */
-static int
+HP_RARE static int
 nothing_sampled(void)
 {
 	return heapprof__bucket_count() == 0 &&
@@ -592,7 +592,7 @@ nothing_sampled(void)
  * appended to HEAPPROF_RUN_STATUS, a file the run created (an absolute
  * path; never created here, no symbolic link followed, never blocks).
  * O_APPEND makes the concurrent writes of many processes add up. */
-static void
+HP_RARE static void
 note_no_profile(void)
 {
 	const char *p = secure_getenv("HEAPPROF_RUN_STATUS");
@@ -606,7 +606,7 @@ note_no_profile(void)
 	close(fd);
 }
 
-void
+HP_RARE void
 heapprof__serve_exit(int dump)
 {
 	if (atomic_exchange(&exiting, 1))
@@ -630,7 +630,7 @@ heapprof__serve_exit(int dump)
 	cancel_restore(cs);
 }
 
-void
+HP_RARE void
 heapprof__serve_exit_wait(int ms)
 {
 	/* Usually nothing to wait for: then no clock is read (the first
@@ -649,7 +649,7 @@ heapprof__serve_exit_wait(int ms)
 	cancel_restore(cs);
 }
 
-int
+HP_RARE int
 heapprof__serve_atfork_prepare(void)
 {
 	/* Never wait: fork() must not stall for a dump (a DWARF one can take
@@ -657,18 +657,18 @@ heapprof__serve_atfork_prepare(void)
 	return pthread_mutex_trylock(&dump_lock) == 0;
 }
 
-void
+HP_RARE void
 heapprof__serve_atfork_parent(int locked)
 {
 	if (locked)
 		pthread_mutex_unlock(&dump_lock);
 }
 
-void
+HP_RARE void
 heapprof__serve_atfork_child(int locked)
 {
 	/* Whoever held the lock does not exist here, nor does the timer. */
-	pthread_mutex_init(&dump_lock, NULL);
+	hp_mutex_reset(&dump_lock);
 	atomic_store(&have_quiet_timer, 0);
 	if (!locked) {
 		/* A dump was in progress: what it was updating may be half

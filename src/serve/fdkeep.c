@@ -65,9 +65,11 @@ heapprof__fd_ours(const hp_kept_fd *k)
 	       st.st_ino == k->ino;
 }
 
-void
+HP_RARE void
 heapprof__fd_release(hp_kept_fd *k)
 {
+	if (k->fd < 0)
+		return; /* nothing kept: no write (fork children share the page) */
 	if (heapprof__fd_ours(k))
 		close(k->fd);
 	k->fd = -1;

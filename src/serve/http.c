@@ -83,7 +83,7 @@ typedef struct conn {
  * does not exist there). */
 static hp_kept_fd listen_k = {-1, 0, 0};
 static int allow_any_host;
-static conn conns[HTTP_MAX_CONN];
+static conn conns[HTTP_MAX_CONN] HP_BIG_BSS;
 /* The endpoint was set up here or in a process this one forked from:
  * until then conns (270 KB) is never touched, not even by a fork child,
  * where reading each state faulted in 66 zero pages per fork (issue 15). */
@@ -687,7 +687,7 @@ heapprof__http_start(void)
 	return 0;
 }
 
-void
+HP_RARE void
 heapprof__http_atfork_child(void)
 {
 	/* No thread serves these here: a daemon (fork, the parent exits)

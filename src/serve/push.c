@@ -54,14 +54,14 @@ typedef struct item {
 /* The queue, the interval's baseline and the last address reached:
  * push_lock (the push thread, and the exiting thread at exit). */
 static pthread_mutex_t push_lock = PTHREAD_MUTEX_INITIALIZER;
-static item queue[QUEUE_MAX];
+static item queue[QUEUE_MAX] HP_BIG_BSS;
 static int qhead, qlen;
 static hp_baseline base;
 static struct sockaddr_storage last_addr;
 static socklen_t last_addrlen;
 /* Written once at start. */
-static char host[256], port[16], prefix[256];
-static char app[256];
+static char host[256] HP_BIG_BSS, port[16], prefix[256] HP_BIG_BSS;
+static char app[256] HP_BIG_BSS;
 static pid_t push_pid; /* the process whose thread pushes; 0: push is off */
 static _Atomic int stopped; /* the exit push ran: the thread sends no more */
 static _Atomic uint64_t pushed, failed, dropped;
@@ -449,7 +449,7 @@ push_main(void *arg)
 	return NULL;
 }
 
-void
+HP_RARE void
 heapprof__push_exit(void)
 {
 	if (!push_pid || push_pid != getpid())
@@ -473,11 +473,14 @@ heapprof__push_exit(void)
 	pthread_mutex_unlock(&push_lock);
 }
 
-void
+HP_RARE void
 heapprof__push_atfork_child(void)
 {
-	/* The pushing thread is the parent's. */
-	pthread_mutex_init(&push_lock, NULL);
+	/* The pushing thread is the parent's. Without push, nothing to do
+	 * (and no page of it written in every fork child). */
+	if (!push_pid)
+		return;
+	hp_mutex_reset(&push_lock);
 	push_pid = 0;
 }
 

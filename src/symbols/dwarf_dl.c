@@ -6,9 +6,10 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "compiler.h"
 #include "dwarf_dl.h"
 
-static heapprof_libdw libdw;
+static heapprof_libdw libdw HP_BIG_BSS;
 static const heapprof_libdw *libdw_ok;
 static const char *libdw_why;
 static pthread_once_t libdw_once = PTHREAD_ONCE_INIT;
