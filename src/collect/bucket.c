@@ -6,13 +6,19 @@
  * so when the program changes the rate), and the legacy text (raw counts)
  * agrees with pprof.
  *
- * A hash table of 2^18 chains, heads in one mmap'd array. Lookups are
- * lock-free: chains only ever grow at the head, published with release
- * stores and read with acquire loads, and buckets are never freed (stacks
- * of a running process are few and long-lived; Go keeps its buckets
- * forever too). Creating a bucket takes `lock`, re-checks the chain, and
- * publishes. Counters are relaxed atomics, so snapshots read them without
- * stopping any allocation.
+ * An open-addressing hash table of bucket pointers (linear probing),
+ * mapped by the first sample with 4096 slots and replaced by one four
+ * times larger when half full: a process with a hundred stacks touches a
+ * few pages of it, not a page per stack (each is a page fault, ~12 us on
+ * the VMs measured; a fixed 2^18-head table cost cc1 ~100 faults).
+ * Lookups are lock-free: a slot is written once, with a release store,
+ * and read with an acquire load; buckets are never freed (stacks of a
+ * running process are few and long-lived; Go keeps its buckets forever
+ * too), nor are replaced tables (a reader may still be probing one: it
+ * misses only buckets made after the copy, and finds them under the
+ * lock). Creating a bucket takes `lock`, probes the current table again,
+ * grows it if needed, and publishes. Counters are relaxed atomics, so
+ * snapshots read them without stopping any allocation.
  *
  * Fork: the kernel copies the address space while the other threads run,
  * page by page, so a child could inherit an insert half made, and not even
@@ -34,11 +40,16 @@
 
 #include "collect.h"
 
-#define NHEADS ((size_t)1 << 18)
+#define SLOTS_FIRST ((size_t)1 << 12)
 
-/* The chain heads, mapped by the first sample (heads_get: a process that
- * samples nothing never maps them, issue 15), published with a CAS. */
-static _Atomic(_Atomic(hp_bucket *) *) heads;
+typedef struct table {
+	size_t mask;                 /* slots - 1 (a power of two, minus 1) */
+	_Atomic(hp_bucket *) slot[]; /* written once each, under `lock` */
+} table;
+
+/* The current table (NULL until the first sample: a process that samples
+ * nothing never maps it, issue 15); replaced under `lock`. */
+static _Atomic(table *) tab;
 static _Atomic(hp_bucket *) all;    /* newest bucket; list via all_next */
 static _Atomic uint64_t count;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* serialises inserts */
@@ -50,29 +61,59 @@ static _Atomic int forking, inflight;
  * that interrupted it skips the fence: the child's count keeps it). */
 static __thread int self_inflight __attribute__((tls_model("initial-exec")));
 
-static _Atomic(hp_bucket *) *
-heads_get(void)
+static table *
+table_new(size_t slots)
 {
-	_Atomic(hp_bucket *) *h = atomic_load_explicit(&heads, memory_order_acquire);
-	if (HP_LIKELY(h != NULL))
-		return h;
-	size_t len = NHEADS * sizeof(_Atomic(hp_bucket *));
+	size_t len = sizeof(table) + slots * sizeof(_Atomic(hp_bucket *));
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
 	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
-		return NULL; /* the sample is dropped (and counted) */
-	if (atomic_compare_exchange_strong_explicit(&heads, &h, p,
-	                                            memory_order_acq_rel,
-	                                            memory_order_acquire))
-		return p;
-	munmap(p, len); /* another thread's first sample won */
-	return h;
+		return NULL;
+	table *t = p;
+	t->mask = slots - 1;
+	return t;
+}
+
+/* Puts b in t's first free slot from its hash on. Under `lock`; t has a
+ * free slot (it is never more than half full, or 7/8 when it could not
+ * grow). */
+static void
+table_put(table *t, hp_bucket *b)
+{
+	size_t i = b->hash & t->mask;
+	while (atomic_load_explicit(&t->slot[i], memory_order_relaxed))
+		i = (i + 1) & t->mask;
+	atomic_store_explicit(&t->slot[i], b, memory_order_release);
+}
+
+/* The table to insert one more bucket into, under `lock`: the current
+ * one, mapped or replaced by a four times larger copy when that would
+ * make it more than half full. NULL if there is none and none can be
+ * mapped, or it is 7/8 full and cannot grow (the sample is dropped). */
+static table *
+table_for_insert(void)
+{
+	table *t = atomic_load_explicit(&tab, memory_order_relaxed);
+	uint64_t n = atomic_load_explicit(&count, memory_order_relaxed) + 1;
+	if (t && n <= (t->mask + 1) / 2)
+		return t;
+	table *g = table_new(t ? (t->mask + 1) * 4 : SLOTS_FIRST);
+	if (!g)
+		return t && n <= (t->mask + 1) / 8 * 7 ? t : NULL;
+	for (hp_bucket *b = atomic_load_explicit(&all, memory_order_relaxed); b;
+	     b = b->all_next)
+		table_put(g, b);
+	atomic_store_explicit(&tab, g, memory_order_release);
+	return g; /* the old one stays mapped: readers may be in it */
 }
 
 int
 heapprof__bucket_init(void)
 {
-	return heads_get() ? 0 : -ENOMEM;
+	pthread_mutex_lock(&lock);
+	table *t = table_for_insert();
+	pthread_mutex_unlock(&lock);
+	return t ? 0 : -ENOMEM;
 }
 
 static uint64_t
@@ -99,27 +140,34 @@ same(const hp_bucket *b, uint64_t h, const uint64_t *stack, int depth,
 	       memcmp(b->stack, stack, (size_t)depth * sizeof(*stack)) == 0;
 }
 
+/* The bucket in t, or NULL. Lock-free. */
+static hp_bucket *
+table_find(table *t, uint64_t h, const uint64_t *stack, int depth,
+           size_t size, int64_t rate)
+{
+	for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
+		hp_bucket *b = atomic_load_explicit(&t->slot[i], memory_order_acquire);
+		if (!b || same(b, h, stack, depth, size, rate))
+			return b;
+	}
+}
+
 hp_bucket *
 heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
                      int64_t rate)
 {
-	_Atomic(hp_bucket *) *hs = heads_get();
-	if (!hs)
-		return NULL;
 	uint64_t h = stack_hash(stack, depth, size, rate);
-	_Atomic(hp_bucket *) *head = &hs[h & (NHEADS - 1)];
-	for (hp_bucket *b = atomic_load_explicit(head, memory_order_acquire); b;
-	     b = b->next)
-		if (same(b, h, stack, depth, size, rate))
-			return b;
+	table *t = atomic_load_explicit(&tab, memory_order_acquire);
+	hp_bucket *b = t ? table_find(t, h, stack, depth, size, rate) : NULL;
+	if (b)
+		return b;
 
 	pthread_mutex_lock(&lock);
-	hp_bucket *first = atomic_load_explicit(head, memory_order_acquire);
-	for (hp_bucket *b = first; b; b = b->next) {
-		if (same(b, h, stack, depth, size, rate)) {
-			pthread_mutex_unlock(&lock);
-			return b;
-		}
+	t = atomic_load_explicit(&tab, memory_order_relaxed);
+	b = t ? table_find(t, h, stack, depth, size, rate) : NULL;
+	if (b) {
+		pthread_mutex_unlock(&lock);
+		return b;
 	}
 	self_inflight = 1;
 	atomic_fetch_add(&inflight, 1);
@@ -130,8 +178,9 @@ heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
 		pthread_mutex_unlock(&lock);
 		return NULL;
 	}
-	hp_bucket *b = heapprof__arena_alloc(sizeof(*b) +
-	                                     (size_t)depth * sizeof(uint64_t));
+	t = table_for_insert();
+	b = t ? heapprof__arena_alloc(sizeof(*b) + (size_t)depth * sizeof(uint64_t))
+	      : NULL;
 	if (b) {
 		memset(b, 0, sizeof(*b));
 		b->hash = h;
@@ -140,9 +189,8 @@ heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
 		b->depth = (uint32_t)depth;
 		b->id = (uint32_t)atomic_load_explicit(&count, memory_order_relaxed);
 		memcpy(b->stack, stack, (size_t)depth * sizeof(*stack));
-		b->next = first;
 		b->all_next = atomic_load_explicit(&all, memory_order_relaxed);
-		atomic_store_explicit(head, b, memory_order_release);
+		table_put(t, b);
 		atomic_store_explicit(&all, b, memory_order_release);
 		atomic_fetch_add_explicit(&count, 1, memory_order_relaxed);
 	}

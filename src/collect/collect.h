@@ -319,8 +319,7 @@ int heapprof__unwind_uses_fp(uint64_t q);
  * with relaxed atomics by any thread; read the same way by snapshots,
  * which may see a free before its alloc: readers clamp. */
 typedef struct hp_bucket {
-	struct hp_bucket *next;     /* hash chain (release-published) */
-	struct hp_bucket *all_next; /* list of every bucket (ditto) */
+	struct hp_bucket *all_next; /* list of every bucket (release-published) */
 	uint64_t hash;
 	size_t size;
 	int64_t rate;               /* sampled at this mean distance, >= 1 */

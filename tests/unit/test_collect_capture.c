@@ -6,6 +6,9 @@
  * globals they read.
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -396,6 +399,70 @@ TEST(buckets_keyed_by_rate)
 	CHECK(heapprof__bucket_get(s1, 3, 100, 4096) == a);
 }
 
+/* Readers of the bucket table while it grows (bucket.c replaces it by a
+ * four times larger copy when half full): every bucket made before a
+ * lookup starts is found, and is the same one, from any thread. Enough
+ * new buckets for at least one growth, whatever earlier tests made. */
+static hp_bucket **grow_made;
+static _Atomic int grow_done;
+static _Atomic int grow_bad;
+
+static void *
+grow_reader(void *arg)
+{
+	(void)arg;
+	unsigned x = 1;
+	while (!atomic_load(&grow_done)) {
+		x = x * 1103515245u + 12345u;
+		int i = (int)(x >> 8) % 64; /* the first 64, made before */
+		uint64_t st[2] = {0x5000 + (uint64_t)i, 77};
+		if (heapprof__bucket_get(st, 2, 48, 4096) != grow_made[i])
+			atomic_fetch_add(&grow_bad, 1);
+	}
+	return NULL;
+}
+
+TEST(buckets_table_grows)
+{
+	REQUIRE_OK(heapprof__bucket_init());
+	uint64_t before = heapprof__bucket_count();
+	const int GROW_N = (int)(4 * before + 10000);
+	grow_made = calloc((size_t)GROW_N, sizeof(*grow_made));
+	REQUIRE(grow_made);
+	for (int i = 0; i < 64; i++) {
+		uint64_t st[2] = {0x5000 + (uint64_t)i, 77};
+		grow_made[i] = heapprof__bucket_get(st, 2, 48, 4096);
+		REQUIRE(grow_made[i]);
+	}
+	pthread_t th[2];
+	for (int k = 0; k < 2; k++)
+		REQUIRE(pthread_create(&th[k], NULL, grow_reader, NULL) == 0);
+	for (int i = 64; i < GROW_N; i++) {
+		uint64_t st[2] = {0x5000 + (uint64_t)i, 77};
+		grow_made[i] = heapprof__bucket_get(st, 2, 48, 4096);
+		REQUIRE(grow_made[i]);
+	}
+	atomic_store(&grow_done, 1);
+	for (int k = 0; k < 2; k++)
+		pthread_join(th[k], NULL);
+	CHECK_EQ(atomic_load(&grow_bad), 0);
+	CHECK_EQ(heapprof__bucket_count() - before, (uint64_t)GROW_N);
+	int wrong = 0;
+	for (int i = 0; i < GROW_N; i++) {
+		uint64_t st[2] = {0x5000 + (uint64_t)i, 77};
+		hp_bucket *b = heapprof__bucket_get(st, 2, 48, 4096);
+		wrong += b != grow_made[i] || b->stack[0] != st[0];
+		for (int j = 0; j < 3 && i >= j + 1; j++)
+			wrong += grow_made[i] == grow_made[i - j - 1];
+	}
+	CHECK_EQ(wrong, 0);
+	int listed = 0;
+	for (hp_bucket *b = heapprof__bucket_list(); b; b = b->all_next)
+		listed++;
+	CHECK_EQ((uint64_t)listed, heapprof__bucket_count());
+	free(grow_made);
+}
+
 __attribute__((noinline)) static int
 capture_here(uint64_t *out, int max)
 {
@@ -527,6 +594,7 @@ main(void)
 	RUN(stack_capture_every_unwinder);
 	RUN(stack_bounds_main_thread_without_maps);
 	RUN(buckets_keyed_by_rate);
+	RUN(buckets_table_grows);
 	RUN(sampler_weight_is_the_encoders);
 	TEST_MAIN_END();
 }
