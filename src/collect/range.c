@@ -544,7 +544,11 @@ exact_put(uintptr_t r, size_t len)
 #define NSHARD 8
 typedef struct shard {
 	pthread_mutex_t lock;
-	uintptr_t free[NSLOTK]; /* (lock) */
+	uintptr_t free[NSLOTK]; /* (lock) freed slots, a list through them */
+	/* (lock) the current slab's next never-used slot and its end: slots
+	 * are cut as they are needed, so a slab's pages are touched (each a
+	 * page fault) only as far as it is used, not all 16 at once. */
+	uintptr_t next[NSLOTK], end[NSLOTK];
 	uint64_t live;          /* (lock) */
 } __attribute__((aligned(64))) shard;
 static shard shards[NSHARD];
@@ -564,7 +568,12 @@ static uintptr_t
 slot_get(shard *h, unsigned shift)
 {
 	unsigned k = shift - SLOT_MIN_SHIFT;
-	if (!h->free[k]) {
+	uintptr_t s = h->free[k];
+	if (s) { /* the link lives where the header goes */
+		h->free[k] = *(uintptr_t *)s;
+		return s;
+	}
+	if (h->next[k] == h->end[k]) {
 		bool dirty;
 		if (!lock_m(&lock))
 			return 0;
@@ -572,18 +581,11 @@ slot_get(shard *h, unsigned shift)
 		unlock_m(&lock);
 		if (!slab)
 			return 0;
-		/* Thread the slab's slots onto the free list, first slot on
-		 * top; the link lives where the header will go. */
-		size_t sz = (size_t)1 << shift;
-		for (uintptr_t s = slab + SLAB_BYTES - sz;; s -= sz) {
-			*(uintptr_t *)s = h->free[k];
-			h->free[k] = s;
-			if (s == slab)
-				break;
-		}
+		h->next[k] = slab;
+		h->end[k] = slab + SLAB_BYTES;
 	}
-	uintptr_t s = h->free[k];
-	h->free[k] = *(uintptr_t *)s;
+	s = h->next[k];
+	h->next[k] += (size_t)1 << shift;
 	return s;
 }
 
