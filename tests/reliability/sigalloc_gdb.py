@@ -1,10 +1,11 @@
 # rel_sigalloc.sh's gdb script: for each K in KS, run the program, stop at
-# the first call of FN, step K instructions, deliver SIGUSR1 (whose handler
-# allocates) and let it run; a run that has not ended 15 s later is
+# the first call of FN, step K instructions, deliver SA_SIG (SIGUSR1 unless
+# set; rprog_sigalloc's handler allocates) and let it run; a run that has not ended 15 s later is
 # interrupted and reported as "hang K <frames>". Prints "ran N hangs H".
 import os, signal, threading, gdb
 fn = os.environ["SA_FN"]
 ks = [int(k) for k in os.environ["SA_KS"].split()]
+sig = os.environ.get("SA_SIG", "SIGUSR1")
 gdb.execute("set pagination off")
 gdb.execute("set confirm off")
 gdb.execute("set startup-with-shell off")
@@ -25,7 +26,7 @@ for k in ks:
     pid = inf.pid
     timer = threading.Timer(15.0, lambda: os.kill(pid, signal.SIGINT))
     timer.start()
-    gdb.execute("signal SIGUSR1", to_string=True)
+    gdb.execute("signal " + sig, to_string=True)
     timer.cancel()
     ran += 1
     if gdb.selected_inferior().pid != 0:
