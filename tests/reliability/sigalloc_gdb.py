@@ -6,6 +6,7 @@ import os, signal, threading, gdb
 fn = os.environ["SA_FN"]
 ks = [int(k) for k in os.environ["SA_KS"].split()]
 sig = os.environ.get("SA_SIG", "SIGUSR1")
+ign = int(os.environ.get("SA_IGN", "0"))  # stop at call ign + 1
 gdb.execute("set pagination off")
 gdb.execute("set confirm off")
 gdb.execute("set startup-with-shell off")
@@ -13,6 +14,7 @@ gdb.execute("set breakpoint pending on")
 ran = hangs = 0
 for k in ks:
     bp = gdb.Breakpoint(fn, internal=True)
+    bp.ignore_count = ign
     gdb.execute("run", to_string=True)
     bp.delete()
     inf = gdb.selected_inferior()
