@@ -289,6 +289,15 @@ void heapprof__range_atfork_child(void);
  * and libunwind loaded if HEAPPROF_UNWIND=libunwind asked for it; 0 or
  * -errno (then the default unwinder is used). */
 int heapprof__stack_init(hp_tls *t);
+/* Nonzero while this thread is inside pthread_getattr_np (interpose.c's
+ * wrapper): glibc holds the thread's descriptor lock there, and a sample
+ * in it must not ask for the thread's stack bounds (stack.c). */
+extern HP_HIDDEN __thread int heapprof__in_getattr
+	__attribute__((tls_model("initial-exec")));
+/* glibc's pthread_getattr_np (resolved by stack_init, or at the wrapper's
+ * first call if that comes first), or NULL. */
+typedef int (*hp_getattr_fn)(pthread_t, pthread_attr_t *);
+hp_getattr_fn heapprof__getattr_next(void);
 /* Captures up to `max` call-site addresses (return address - 1), leaf
  * first, starting at the frame that returns to `skip_to` (the interposed
  * function's return address). Returns the number of frames. */

@@ -13,6 +13,7 @@
  * the program's call site.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
 
@@ -123,6 +124,24 @@ malloc_usable_size(void *p)
 		return heapprof__slow_usable_size(p);
 	return heapprof__next.malloc_usable_size(p);
 }
+
+#ifndef HP_ENTRY_RENAMED
+/* Not an allocator entry point, so outside their section: glibc's
+ * pthread_getattr_np allocates while it holds the thread's descriptor
+ * lock, which a sample's first look at its thread's stack would take
+ * again (stack.c). This says when a thread is inside it. */
+HP_EXPORT int
+pthread_getattr_np(pthread_t th, pthread_attr_t *attr)
+{
+	hp_getattr_fn real = heapprof__getattr_next();
+	if (!real)
+		return ENOSYS;
+	heapprof__in_getattr++;
+	int rc = real(th, attr);
+	heapprof__in_getattr--;
+	return rc;
+}
+#endif
 
 /* Whether the program's malloc is this one: not so when the library was
  * loaded with dlopen after start-up (libc's malloc comes first in every

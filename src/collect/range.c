@@ -551,16 +551,15 @@ typedef struct shard {
 	uintptr_t next[NSLOTK], end[NSLOTK];
 	uint64_t live;          /* (lock) */
 } __attribute__((aligned(64))) shard;
-static shard shards[NSHARD];
+/* Initialised statically: with pthread_once, a signal handler that
+ * allocated (or dumped) while its thread was inside the first sample's
+ * once routine waited for that routine, on its own thread, for ever
+ * (rel.sigalloc.first_sample). */
+#define SHARD_INIT {.lock = PTHREAD_MUTEX_INITIALIZER}
+static shard shards[NSHARD] = {SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT,
+                               SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT};
+_Static_assert(NSHARD == 8, "one SHARD_INIT per shard");
 static _Atomic unsigned next_shard;
-static pthread_once_t shards_once = PTHREAD_ONCE_INIT;
-
-static void
-shards_init(void)
-{
-	for (int i = 0; i < NSHARD; i++)
-		pthread_mutex_init(&shards[i].lock, NULL);
-}
 
 /* A free slot of 2^shift bytes from shard h, or 0. Called with h's lock
  * held; takes the range lock to carve a new slab. */
@@ -597,7 +596,6 @@ slot_alloc(size_t size, bool zero)
 		shift++;
 	hp_tls *t = &heapprof__tls;
 	if (!t->shard) {
-		pthread_once(&shards_once, shards_init);
 		t->shard = atomic_fetch_add(&next_shard, 1) % NSHARD + 1;
 	}
 	shard *h = &shards[t->shard - 1];
@@ -781,7 +779,6 @@ heapprof__range_stats(uint64_t *live, uint64_t *mapped, uint64_t *exh)
 		pthread_mutex_unlock(&lock);
 	}
 	*exh = atomic_load_explicit(&exhausted, memory_order_relaxed);
-	pthread_once(&shards_once, shards_init);
 	for (int i = 0; i < NSHARD && !in_lock; i++) {
 		if (pthread_mutex_trylock(&shards[i].lock) == 0) {
 			*live += shards[i].live;

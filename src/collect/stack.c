@@ -63,6 +63,7 @@ load_libunwind(void)
 HP_RARE int
 heapprof__stack_init(hp_tls *t)
 {
+	heapprof__getattr_next();
 	if (!t->stack_hi)
 		stack_bounds(t);
 	if (heapprof__cfg.unwind == HP_UNWIND_FP)
@@ -122,6 +123,35 @@ main_stack_bounds(hp_tls *t)
 	return 1;
 }
 
+/*
+ * pthread_getattr_np takes the thread's descriptor lock and, holding it,
+ * allocates (glibc 2.36: the cpuset, realloc(NULL, 32)). A program that
+ * calls it on a new thread (Rust's std does for every thread it starts)
+ * and whose first sample on that thread is that allocation hung for ever:
+ * the capture asked pthread_getattr_np for the thread's stack, which
+ * waited for the lock its own thread held (rel.getattr.*). So interpose.c
+ * wraps the function and raises heapprof__in_getattr around it; a capture
+ * inside it goes without the thread's bounds (each read of the stack
+ * checked with mincore, unwind.c) and asks again at the next sample. The
+ * real function is looked up once, at start-up (never inside malloc:
+ * dlsym takes the loader's lock).
+ */
+HP_HIDDEN __thread int heapprof__in_getattr __attribute__((tls_model("initial-exec")));
+static _Atomic(hp_getattr_fn) getattr_next;
+
+hp_getattr_fn
+heapprof__getattr_next(void)
+{
+	hp_getattr_fn f = atomic_load_explicit(&getattr_next, memory_order_acquire);
+	if (!f) {
+		f = (hp_getattr_fn)dlsym(RTLD_NEXT, "pthread_getattr_np");
+		if (!f) /* loaded after libc (dlopen): nothing follows us */
+			f = (hp_getattr_fn)dlsym(RTLD_DEFAULT, "pthread_getattr_np");
+		atomic_store_explicit(&getattr_next, f, memory_order_release);
+	}
+	return f;
+}
+
 /* Out of line: its pthread_attr_t is on the stack only on a thread's
  * first capture. Called with the thread's busy flag set (what
  * pthread_getattr_np allocates goes to the real allocator). */
@@ -130,12 +160,16 @@ stack_bounds(hp_tls *t)
 {
 	if (main_stack_bounds(t))
 		return;
+	hp_getattr_fn getattr =
+		atomic_load_explicit(&getattr_next, memory_order_acquire);
+	if (heapprof__in_getattr || !getattr)
+		return; /* unknown for now (0): see above */
 	pthread_attr_t a;
 	void *lo;
 	size_t sz;
 	t->stack_lo = 1;
 	t->stack_hi = 1;
-	if (pthread_getattr_np(pthread_self(), &a) != 0)
+	if (getattr(pthread_self(), &a) != 0)
 		return;
 	if (pthread_attr_getstack(&a, &lo, &sz) == 0) {
 		t->stack_lo = (uintptr_t)lo;

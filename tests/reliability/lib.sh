@@ -25,8 +25,15 @@ by_tier() { if [ "$TIER" = stress ]; then echo "$2"; else echo "$1"; fi; }
 
 run_t() {
 	_rn=$1 _rs=$2; shift 2
+	_t0=$(date +%s)
 	timeout -k 5 "$_rs" "$@"
 	RC=$?
+	# 137 is also a SIGKILL from outside (the OOM killer, a stray kill):
+	# that is not a hang, and says so.
+	if [ $RC -eq 137 ] && [ $(($(date +%s) - _t0)) -lt "$_rs" ]; then
+		fail "$_rn.killed" "SIGKILL from outside after $(($(date +%s) - _t0)) s, not a hang: $*" >&3 2>&4
+		return 1
+	fi
 	if [ $RC -eq 124 ] || [ $RC -eq 137 ]; then
 		fail "$_rn.hang" "no exit within ${_rs}s: $*" >&3 2>&4
 		return 1
