@@ -2,7 +2,7 @@
 # cost.sh: the profiler's cost per process (issue 15), against no profiler
 # and the forwarding shim, in one run:
 #
-#   sh bench/cost.sh [-p PARTS] [-n ROUNDS] [-o DIR]
+#   sh bench/cost.sh [-p PARTS] [-n ROUNDS] [-o DIR] [-b BASELIB]
 #
 # PARTS (comma list, default all):
 #   true    callgrind instructions of /bin/true (start-up + exit)
@@ -16,17 +16,21 @@
 #           20 k rounds: the short run)
 #   pylong  the same for churn.py 100 (200 k rounds: the long run)
 # HEAPPROF_LIB overrides build/libheapprof.so. Profiles go to DIR.
+# -b BASELIB adds a configuration "base": another build of the library
+# (an older commit's), in the same alternating rounds (true and loop).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
 PARTS=true,loop,make,cc1,python,pylong
 ROUNDS=5
 DIR=""
-while getopts p:n:o: opt; do
+BASE=""
+while getopts p:n:o:b: opt; do
 	case $opt in
 	p) PARTS=$OPTARG ;;
 	n) ROUNDS=$OPTARG ;;
 	o) DIR=$OPTARG ;;
+	b) BASE=$OPTARG ;;
 	*) sed -n '2,18p' "$0" >&2; exit 2 ;;
 	esac
 done
@@ -43,9 +47,12 @@ pre() { # config -> env assignments
 	none) echo "X_NONE=1" ;;
 	shim) echo "LD_PRELOAD=$SHIM" ;;
 	heapprof) echo "LD_PRELOAD=$LIB HEAPPROF_OUT=$DIR/prof/p.%p.pb.gz" ;;
+	base) echo "LD_PRELOAD=$BASE HEAPPROF_OUT=$DIR/prof/p.%p.pb.gz" ;;
 	esac
 }
 mkdir -p "$DIR/prof"
+CONFS="none shim heapprof"
+[ -n "$BASE" ] && CONFS="none shim base heapprof"
 ir() { # out cmd... (env already set by caller)
 	_o=$1; shift
 	valgrind --tool=callgrind --callgrind-out-file="$_o" "$@" >"$_o.log" 2>&1
@@ -63,7 +70,7 @@ wall() { # cmd... -> seconds
 if has true; then
 	echo "| /bin/true | instructions | over none |"
 	echo "|---|---|---|"
-	for c in none shim heapprof; do
+	for c in $CONFS; do
 		# shellcheck disable=SC2046
 		n=$(env $(pre $c) sh -c 'exec "$@"' - valgrind --tool=callgrind \
 			--callgrind-out-file="$DIR/true.$c.cg" /bin/true 2>&1 >/dev/null |
@@ -75,10 +82,10 @@ if has true; then
 fi
 
 if has loop; then
-	for c in none shim heapprof; do : >"$DIR/loop.$c"; done
+	for c in $CONFS; do : >"$DIR/loop.$c"; done
 	r=0
 	while [ $r -lt "$ROUNDS" ]; do
-		for c in none shim heapprof; do
+		for c in $CONFS; do
 			# shellcheck disable=SC2046
 			wall env $(pre $c) sh -c 'i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done' >>"$DIR/loop.$c"
 			echo >>"$DIR/loop.$c"
@@ -90,6 +97,10 @@ if has loop; then
 	echo "|---|---|---|---|"
 	echo "| none | $ln | 1.0000 | |"
 	echo "| shim | $ls | $(ratio "$ls" "$ln") | 1.0000 |"
+	if [ -n "$BASE" ]; then
+		lb=$(median <"$DIR/loop.base")
+		echo "| base ($BASE) | $lb | $(ratio "$lb" "$ln") | $(ratio "$lb" "$ls") |"
+	fi
 	echo "| heapprof | $lh | $(ratio "$lh" "$ln") | $(ratio "$lh" "$ls") |"
 	echo "(files written by the heapprof rounds: $(ls "$DIR/prof" | wc -l))"
 	echo
