@@ -3,17 +3,17 @@
  * pprof_dec.h): a profile read through a positional reader, gzip'd or
  * not, and never held whole. Open keeps the non-sample top-level fields
  * (header, mappings, locations, functions, strings: a few percent of a
- * heap profile) in the decoder's zbuf, where pprof_dec.c indexes them as
- * an in-memory profile; every sample pass reads the input again from its
+ * heap profile) in the decoder's zbuf, in input order, where pprof_dec.c
+ * indexes them as an in-memory profile; every sample pass reads the input again from its
  * start through a window that holds at least the current field, and after
  * its data 8 zero bytes (the decoders' 8-byte loads stay inside).
  *
  * Each field is parsed by heapprof__pb_next over the window once the
  * window holds all of it, or all that is left of the input, so an input
  * with one fault (a truncation, a bad field) gets the buffer path's error
- * for it. One with several may get another of them first: the header
- * scalars are indexed after the other fields, a sample's wire type is
- * checked as it comes, and nothing is read past the first fault of the
+ * for it. One with several may get another of them first: a sample's
+ * wire type is checked as it comes (the other fields are indexed once
+ * the input is read), and nothing is read past the first fault of the
  * framing (the buffer path inflates and measures the whole input before
  * it parses: ETOOBIG or EGZIP first).
  */
@@ -243,28 +243,6 @@ st_next(pprof_dec *d, pb_field *f, size_t *start)
 	return 0;
 }
 
-/* Whether a top-level field is a header scalar (kept apart: it changes
- * from profile to profile, and where it stands among the other fields
- * does not matter). */
-HP_INLINE bool
-is_scalar(const pb_field *f)
-{
-	if (f->wire == PB_LEN)
-		return false;
-	switch (f->num) {
-	case PPROF_DROP_FRAMES:
-	case PPROF_KEEP_FRAMES:
-	case PPROF_TIME_NANOS:
-	case PPROF_DURATION_NANOS:
-	case PPROF_PERIOD:
-	case PPROF_DEFAULT_SAMPLE_TYPE:
-	case PPROF_DOC_URL:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* The next top-level field as st_next gives it: the usual one at once
  * while the window holds 24 bytes more (st_next would not refill it). */
 HP_INLINE int
@@ -278,18 +256,14 @@ st_field(pprof_dec *d, pb_field *f, size_t *start)
 
 int
 heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
-                            size_t *area, size_t *dict_len,
-                            size_t *nsamples, bool *same)
+                            size_t *dict_len, size_t *nsamples)
 {
 	pprof_stream *st = &d->st;
 	uint8_t magic[2];
 	size_t got = 0, n = 0, ns = 0;
-	/* The area so far is, byte for byte, the last open's. */
-	bool eq = st->dict_ok;
 	st->read = read;
 	st->arg = arg;
 	st->src_at = 0;
-	st->hdr_len = 0;
 	/* gzip by its first two bytes, as heapprof__gz_is_gzip. */
 	while (got < 2) {
 		size_t g;
@@ -314,42 +288,16 @@ heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
 			ns++;
 			continue;
 		}
-		const uint8_t *b = st->win + start;
 		size_t m = st->pos - start;
-		if (is_scalar(&f)) {
-			HP_TRY(heapprof__pprof_grow(d, &st->hdr, &st->hdr_cap,
-			                            st->hdr_len + m, 1));
-			memcpy(st->hdr + st->hdr_len, b, m);
-			st->hdr_len += m;
-			continue;
-		}
-		if (eq && n + m <= st->dict_len && memcmp(d->zbuf + n, b, m) == 0) {
-			n += m; /* already there */
-			continue;
-		}
-		/* From here on the area is this input's: the last open's
-		 * index no longer describes it. */
-		eq = false;
-		st->dict_ok = false;
 		HP_TRY(heapprof__pprof_grow(d, &d->zbuf, &d->zbuf_cap, n + m,
 		                            1));
-		memcpy(d->zbuf + n, b, m);
+		memcpy(d->zbuf + n, st->win + start, m);
 		n += m;
 	}
 	st->total = (uint64_t)st->win_at + st->win_len;
 	if (st->total == 0)
 		return HEAPPROF_EEMPTY;
-	*same = eq && n == st->dict_len;
-	/* An area shorter than the last (a prefix of it): not the same, and
-	 * its bytes past n are about to be overwritten. */
-	if (!*same)
-		st->dict_ok = false;
-	HP_TRY(heapprof__pprof_grow(d, &d->zbuf, &d->zbuf_cap,
-	                            n + st->hdr_len, 1));
-	if (st->hdr_len)
-		memcpy(d->zbuf + n, st->hdr, st->hdr_len);
-	*area = n;
-	*dict_len = n + st->hdr_len;
+	*dict_len = n;
 	*nsamples = ns;
 	return 0;
 }
@@ -417,8 +365,7 @@ heapprof__pprof_stream_seek(pprof_dec *d, pprof_sample_iter *it,
 size_t
 heapprof__pprof_stream_memory(const pprof_dec *d)
 {
-	return (d->st.win_cap ? d->st.win_cap + ST_PAD : 0) + d->st.zcap +
-	       d->st.hdr_cap;
+	return (d->st.win_cap ? d->st.win_cap + ST_PAD : 0) + d->st.zcap;
 }
 
 void
@@ -429,9 +376,6 @@ heapprof__pprof_stream_free(pprof_dec *d)
 		d->realloc_fn(d->realloc_ctx, st->win, st->win_cap + ST_PAD, 0);
 	if (st->zin)
 		d->realloc_fn(d->realloc_ctx, st->zin, st->zcap, 0);
-	if (st->hdr)
-		d->realloc_fn(d->realloc_ctx, st->hdr, st->hdr_cap, 0);
-	st->win = st->zin = st->hdr = NULL;
-	st->win_cap = st->zcap = st->hdr_cap = 0;
-	st->dict_ok = false;
+	st->win = st->zin = NULL;
+	st->win_cap = st->zcap = 0;
 }
