@@ -3,8 +3,8 @@
  * (from a buffer, or through a reader with pprof_stream.c), the index
  * pass, header validation, id tables. Samples are decoded in
  * pprof_sample.c; location/function/mapping records and their validation
- * are in pprof_rec.c; gzip input in a buffer is inflated by
- * pprof_inflate.c into the decoder's reusable buffer.
+ * are in pprof_rec.c; gzip input in a buffer is inflated whole by
+ * pprof_stream.c into its reusable window.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -14,7 +14,6 @@
 #include "heapprof.h"
 #include "pprof_dec.h"
 #include "gz.h"
-#include "pprof_inflate.h"
 #include "pprof_stream.h"
 #include "pprof_int.h"
 
@@ -144,7 +143,6 @@ heapprof__pprof_dec_free(pprof_dec *d)
 	heapprof__pprof_release(d, &d->s_vals, d->s_vals_cap * sizeof(*d->s_vals));
 	heapprof__pprof_release(d, &d->s_labels, d->s_labels_cap * sizeof(*d->s_labels));
 	heapprof__pprof_release(d, &d->l_lines, d->l_lines_cap * sizeof(*d->l_lines));
-	heapprof__pprof_inflate_free(d);
 	heapprof__pprof_stream_free(d);
 	pb_realloc_fn *rf = d->realloc_fn;
 	void *rctx = d->realloc_ctx;

@@ -134,7 +134,8 @@ typedef long(pprof_read_fn)(void *arg, uint64_t at, void *buf, size_t n);
 /* Input read through a pprof_read_fn (pprof_stream.c), never held whole:
  * open keeps the non-sample fields in zbuf, in input order; each sample
  * pass reads the input again, inflating it if gzip, through a window that
- * holds the current sample. */
+ * holds the current sample. Gzip'd input in a buffer is inflated whole
+ * into the same window. */
 typedef struct pprof_stream {
 	pprof_read_fn *read;
 	void *arg;
@@ -206,14 +207,15 @@ typedef struct pprof_dec {
 	 * the record ("location id 7: line has function 0"); "" if the error
 	 * code says all (cleared by each open). */
 	char fault[112];
-	/* inflate state, kept for reuse */
+	/* inflate state, kept for reuse; zbuf: stream mode's non-sample
+	 * fields */
 	void *zs;
 	uint8_t *zbuf;
 	size_t zbuf_cap;
 
 	pb_realloc_fn *realloc_fn;
 	void *realloc_ctx;
-	gz_alloc gza; /* zlib's view of realloc_fn (pprof_inflate.c) */
+	gz_alloc gza; /* zlib's view of realloc_fn (pprof_stream.c) */
 } pprof_dec;
 
 /* Sample iteration cursor over the top-level fields that hold samples. */

@@ -23,7 +23,7 @@
 #include <zlib.h>
 
 #include "heapprof.h"
-#include "pprof_inflate.h"
+#include "gz.h"
 #include "pprof_int.h"
 #include "pprof_stream.h"
 #include "lazylibs.h"
@@ -36,6 +36,35 @@ static size_t
 st_limit(const pprof_dec *d)
 {
 	return d->limit < UINT32_MAX - 1 ? d->limit : UINT32_MAX - 1;
+}
+
+/* The decoder's zlib inflate stream, made on first use (zlib's
+ * allocations through the decoder's allocator) and reset for a new
+ * input; NULL if out of memory. */
+static z_stream *
+st_zstream(pprof_dec *d)
+{
+	z_stream *zs = d->zs;
+	if (!zs) {
+		zs = d->realloc_fn(d->realloc_ctx, NULL, 0, sizeof(*zs));
+		if (!zs)
+			return NULL;
+		memset(zs, 0, sizeof(*zs));
+		d->gza.rf = d->realloc_fn;
+		d->gza.rctx = d->realloc_ctx;
+		zs->zalloc = heapprof__gz_zalloc;
+		zs->zfree = heapprof__gz_zfree;
+		zs->opaque = &d->gza;
+		/* 15 + 32: gzip or zlib, detected. */
+		if (heapprof__lazy_libs() != 0 || inflateInit2(zs, 15 + 32) != Z_OK) {
+			d->realloc_fn(d->realloc_ctx, zs, sizeof(*zs), 0);
+			return NULL;
+		}
+		d->zs = zs;
+	} else if (inflateReset(zs) != Z_OK) {
+		return NULL;
+	}
+	return zs;
 }
 
 /* Up to n source bytes at src_at into buf: *got (0: the end). */
@@ -75,9 +104,9 @@ st_inflate(pprof_dec *d)
 	for (;;) {
 		if (st->zpos == st->zlen && !st->zend)
 			HP_TRY(st_refill(d));
-		size_t room = st->win_cap - st->win_len;
+		size_t room = st->win_cap - st->win_len, in = st->zlen - st->zpos;
 		zs->next_in = st->zin + st->zpos;
-		zs->avail_in = (uInt)(st->zlen - st->zpos);
+		zs->avail_in = in > (1u << 30) ? (1u << 30) : (uInt)in;
 		zs->next_out = st->win + st->win_len;
 		zs->avail_out = room > (1u << 30) ? (1u << 30) : (uInt)room;
 		uInt out0 = zs->avail_out, in0 = zs->avail_in;
@@ -180,7 +209,7 @@ st_rewind(pprof_dec *d)
 			return -ENOMEM;
 		st->zcap = ST_CHUNK;
 	}
-	return heapprof__pprof_zstream(d) ? 0 : -ENOMEM;
+	return st_zstream(d) ? 0 : -ENOMEM;
 }
 
 /* The usual field at pos, at once: a one-byte tag of a length-delimited
@@ -362,6 +391,32 @@ heapprof__pprof_stream_seek(pprof_dec *d, pprof_sample_iter *it,
 	}
 }
 
+int
+heapprof__pprof_inflate(pprof_dec *d, const void *in, size_t n,
+                        const uint8_t **out, size_t *out_len)
+{
+	pprof_stream *st = &d->st;
+	st->gzip = false;
+	HP_TRY(st_rewind(d)); /* the window emptied */
+	if (!st_zstream(d))
+		return -ENOMEM;
+	/* The source is the buffer itself, read only (no reads, no
+	 * copy): all of it at once. */
+	uint8_t *zin = st->zin;
+	st->gzip = true;
+	st->zin = (uint8_t *)(uintptr_t)in;
+	st->zlen = n;
+	st->zend = true;
+	/* All of it, or one byte past the limit (ETOOBIG). */
+	int rc = st_fill(d, (uint64_t)st_limit(d) + 2);
+	st->zin = zin;
+	st->zlen = 0;
+	HP_TRY(rc);
+	*out = st->win;
+	*out_len = st->win_len;
+	return 0;
+}
+
 size_t
 heapprof__pprof_stream_memory(const pprof_dec *d)
 {
@@ -378,4 +433,11 @@ heapprof__pprof_stream_free(pprof_dec *d)
 		d->realloc_fn(d->realloc_ctx, st->zin, st->zcap, 0);
 	st->win = st->zin = NULL;
 	st->win_cap = st->zcap = 0;
+	if (d->zs) {
+		inflateEnd(d->zs);
+		d->realloc_fn(d->realloc_ctx, d->zs, sizeof(z_stream), 0);
+		d->zs = NULL;
+	}
+	heapprof__pprof_release(d, &d->zbuf, d->zbuf_cap);
+	d->zbuf_cap = 0;
 }
