@@ -143,10 +143,10 @@ st_inflate(pprof_dec *d)
 }
 
 /* Makes the window hold `need` bytes from pos, or all the input has left;
- * it only grows (1.5x) when full, so it never holds more than the input
- * gives. */
+ * it only grows (1.5x, or to `first` bytes at once) when full, so it never
+ * holds more than the input gives. */
 static int
-st_fill(pprof_dec *d, uint64_t need)
+st_fill(pprof_dec *d, uint64_t need, size_t first)
 {
 	pprof_stream *st = &d->st;
 	size_t lim = st_limit(d);
@@ -163,6 +163,8 @@ st_fill(pprof_dec *d, uint64_t need)
 			size_t c = st->win_cap + st->win_cap / 2;
 			if (c < 2 * ST_CHUNK)
 				c = 2 * ST_CHUNK;
+			if (c < first)
+				c = first;
 			if (c > lim + 2)
 				c = lim + 2; /* one byte past the limit tells */
 			if (c <= st->win_cap)
@@ -243,7 +245,7 @@ static int
 st_next(pprof_dec *d, pb_field *f, size_t *start)
 {
 	pprof_stream *st = &d->st;
-	HP_TRY(st_fill(d, 24)); /* a tag and a length */
+	HP_TRY(st_fill(d, 24, 0)); /* a tag and a length */
 	if (st->pos == st->win_len)
 		return 1;
 	if (st_quick(st, f, start))
@@ -259,7 +261,7 @@ st_next(pprof_dec *d, pb_field *f, size_t *start)
 			/* Past the limit is either ETOOBIG or ELENGTH at
 			 * the input's end: read no further than that. */
 			uint64_t cap = (uint64_t)st_limit(d) + 2;
-			HP_TRY(st_fill(d, need < cap ? need : cap));
+			HP_TRY(st_fill(d, need < cap ? need : cap, 0));
 		}
 	}
 	/* Whatever is wrong with it, heapprof__pb_next says as it does for
@@ -407,10 +409,10 @@ heapprof__pprof_inflate(pprof_dec *d, const void *in, size_t n,
 	st->zin = (uint8_t *)(uintptr_t)in;
 	st->zlen = n;
 	st->zend = true;
-	/* All of it, or one byte past the limit (ETOOBIG). */
-	int rc = st_fill(d, (uint64_t)st_limit(d) + 2);
+	/* All of it, or one byte past the limit (ETOOBIG); room for 4x
+	 * the input at once, the usual ratio. */
+	int rc = st_fill(d, (uint64_t)st_limit(d) + 2, 4 * n + 4096);
 	st->zin = zin;
-	st->zlen = 0;
 	HP_TRY(rc);
 	*out = st->win;
 	*out_len = st->win_len;
