@@ -4,9 +4,11 @@
  * not, and never held whole. Open keeps the non-sample top-level fields
  * (header, mappings, locations, functions, strings: a few percent of a
  * heap profile) in the decoder's zbuf, in input order, where pprof_dec.c
- * indexes them as an in-memory profile; every sample pass reads the input again from its
- * start through a window that holds at least the current field, and after
- * its data 8 zero bytes (the decoders' 8-byte loads stay inside).
+ * indexes them as an in-memory profile; every sample pass reads the input
+ * again from its start through a window that holds at least the current
+ * field, and after its data 8 zero bytes (the decoders' 8-byte loads stay
+ * inside). A gzip'd buffer (heapprof__pprof_dec_open) is inflated whole
+ * into the same window by the same inflater.
  *
  * Each field is parsed by heapprof__pb_next over the window once the
  * window holds all of it, or all that is left of the input, so an input
