@@ -57,7 +57,6 @@ heapprof_delta_new(heapprof_delta **out, const heapprof_delta_options *opt)
 	heapprof__dp_init(&d->nodes, rf, d->rctx);
 	heapprof__dp_init(&d->keys, rf, d->rctx);
 	heapprof__pprof_dec_init(&d->dec, rf, d->rctx);
-	d->dec.keep_records = true;
 	d->dec.limit = opt->max_input ? opt->max_input : d->dec.limit;
 	heapprof__pb_init(&d->w, rf, d->rctx, NULL, NULL);
 

@@ -3,8 +3,8 @@
  * (from a buffer, or through a reader with pprof_stream.c), the index
  * pass, header validation, id tables. Samples are decoded in
  * pprof_sample.c; location/function/mapping records and their validation
- * are in pprof_rec.c; gzip input in a buffer is inflated by
- * pprof_inflate.c into the decoder's reusable buffer.
+ * are in pprof_rec.c; gzip input in a buffer is inflated whole by
+ * pprof_stream.c into its reusable window.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -14,7 +14,6 @@
 #include "heapprof.h"
 #include "pprof_dec.h"
 #include "gz.h"
-#include "pprof_inflate.h"
 #include "pprof_stream.h"
 #include "pprof_int.h"
 
@@ -144,15 +143,12 @@ heapprof__pprof_dec_free(pprof_dec *d)
 	heapprof__pprof_release(d, &d->s_vals, d->s_vals_cap * sizeof(*d->s_vals));
 	heapprof__pprof_release(d, &d->s_labels, d->s_labels_cap * sizeof(*d->s_labels));
 	heapprof__pprof_release(d, &d->l_lines, d->l_lines_cap * sizeof(*d->l_lines));
-	heapprof__pprof_inflate_free(d);
 	heapprof__pprof_stream_free(d);
 	pb_realloc_fn *rf = d->realloc_fn;
 	void *rctx = d->realloc_ctx;
 	size_t limit = d->limit;
-	bool keep = d->keep_records;
 	heapprof__pprof_dec_init(d, rf, rctx);
 	d->limit = limit;
-	d->keep_records = keep;
 }
 
 size_t
@@ -191,7 +187,6 @@ clear_profile(pprof_dec *d)
 	d->first_sample = d->end_sample = 0;
 	d->loc_ids.used = d->func_ids.used = d->map_ids.used = 0;
 	d->loc_ids.dense = d->func_ids.dense = d->map_ids.dense = false;
-	d->records_same = false;
 }
 
 /* ------------------------------------------------------------ index pass */
@@ -267,15 +262,15 @@ push_rec(pprof_dec *d, pprof_rec **recs, size_t *n, size_t *cap,
 	return 0;
 }
 
-/* Indexes the fields of buf[from, len). */
+/* Indexes the fields of buf[0, len). */
 static int
-index_pass(pprof_dec *d, size_t from)
+index_pass(pprof_dec *d)
 {
 	pb_reader r;
 	pb_field f;
 	bool seen_time = false;
 	uint32_t first = UINT32_MAX, end = 0;
-	heapprof__pb_reader_init(&r, d->buf + from, d->len - from);
+	heapprof__pb_reader_init(&r, d->buf, d->len);
 	while (heapprof__pb_more(&r)) {
 		uint32_t at = (uint32_t)(r.p - d->buf);
 		HP_TRY(fnext(&r, d->buf + d->len, &f));
@@ -451,8 +446,6 @@ heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 {
 	clear_profile(d);
 	d->fault[0] = '\0';
-	/* zbuf and the index are about to be this input's. */
-	d->st.dict_ok = false;
 	if (len == 0)
 		return HEAPPROF_EEMPTY;
 	int rc;
@@ -478,7 +471,7 @@ heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 	d->s_win = d->buf;
 	d->s_len = d->len;
 	d->s_hard = d->buf + d->len;
-	rc = index_pass(d, 0);
+	rc = index_pass(d);
 	if (rc == 0)
 		rc = validate_header(d);
 	if (rc == 0)
@@ -488,56 +481,32 @@ heapprof__pprof_dec_open(pprof_dec *d, const void *data, size_t len)
 	return rc;
 }
 
-/* Forgets the header scalars (and the samples) of the last open, keeping
- * its records, strings, types and comments indexed. */
-static void
-clear_scalars(pprof_dec *d)
-{
-	d->period = d->time_nanos = d->duration_nanos = 0;
-	d->drop_frames = d->keep_frames = 0;
-	d->default_sample_type = d->doc_url = 0;
-	d->nsamples = 0;
-	d->first_sample = d->end_sample = 0;
-	d->records_same = false;
-}
-
 int
 heapprof__pprof_dec_open_read(pprof_dec *d, pprof_read_fn *read, void *arg)
 {
-	size_t area = 0, n = 0, ns = 0;
-	bool same = false;
+	size_t n = 0, ns = 0;
 	static const uint8_t none[1];
-	d->st.on = false;
+	clear_profile(d);
 	d->fault[0] = '\0';
-	int rc = heapprof__pprof_stream_open(d, read, arg, &area, &n, &ns, &same);
+	int rc = heapprof__pprof_stream_open(d, read, arg, &n, &ns);
 	if (rc == 0) {
 		/* The non-sample fields, indexed as a profile of their own
-		 * (none: an empty one, not a null pointer). Records, strings,
-		 * types and comments the last open's: their index stays, only
-		 * the header scalars are read again. */
-		if (same)
-			clear_scalars(d);
-		else
-			clear_profile(d);
+		 * (none: an empty one, not a null pointer). */
 		d->buf = n ? d->zbuf : none;
 		d->len = n;
 		d->was_gzip = d->st.gzip;
-		rc = index_pass(d, same ? area : 0);
+		rc = index_pass(d);
 	}
 	if (rc == 0) {
 		d->nsamples += ns;
 		rc = validate_header(d);
 	}
-	if (rc == 0 && !same)
+	if (rc == 0)
 		rc = validate_records(d);
 	if (rc < 0) {
 		clear_profile(d);
-		d->st.dict_ok = false;
 		return rc;
 	}
 	d->st.on = true;
-	d->st.dict_ok = true;
-	d->st.dict_len = area;
-	d->records_same = same && d->keep_records;
 	return 0;
 }

@@ -132,14 +132,10 @@ typedef struct pprof_idmap {
 typedef long(pprof_read_fn)(void *arg, uint64_t at, void *buf, size_t n);
 
 /* Input read through a pprof_read_fn (pprof_stream.c), never held whole:
- * open keeps the non-sample fields in zbuf; each sample pass reads the
- * input again, inflating it if gzip, through a window that holds the
- * current sample. zbuf holds two areas: every field but the header
- * scalars, in input order (records, strings, types, comments), written in
- * place over the last open's, so that an unchanged one is known without a
- * second copy; then the header scalars (time, duration, period, drop and
- * keep frames, default sample type, doc url), which change from profile to
- * profile. */
+ * open keeps the non-sample fields in zbuf, in input order; each sample
+ * pass reads the input again, inflating it if gzip, through a window that
+ * holds the current sample. Gzip'd input in a buffer is inflated whole
+ * into the same window. */
 typedef struct pprof_stream {
 	pprof_read_fn *read;
 	void *arg;
@@ -157,26 +153,11 @@ typedef struct pprof_stream {
 	uint8_t *zin;
 	size_t zpos, zlen, zcap;
 	uint64_t total; /* the input's (inflated) length, found by open */
-	/* zbuf[0, dict_len) and the index are the last stream open's, which
-	 * succeeded (the area of all but the header scalars) */
-	bool dict_ok;
-	size_t dict_len;
-	uint8_t *hdr; /* this open's header scalars, as they were */
-	size_t hdr_len, hdr_cap;
 } pprof_stream;
 
 typedef struct pprof_dec {
 	/* --- configuration (set after init, before open) */
 	size_t limit; /* max raw or inflated size; default PPROF_DEC_DEFAULT_LIMIT */
-	/* Stream mode (open_read): an open whose dictionary area (all but
-	 * the samples and the header scalars) is byte for byte the last
-	 * valid open's keeps its index (pprof_stream.c). For a stream of
-	 * profiles from one source (delta). Default off. */
-	bool keep_records;
-	/* After open, with keep_records: true if the records were the last
-	 * valid open's (so were ids, addresses and the string count); only
-	 * stream mode knows them again. */
-	bool records_same;
 
 	/* --- the profile, valid after a successful open */
 	const uint8_t *buf; /* the decoded (inflated) protobuf */
@@ -226,14 +207,15 @@ typedef struct pprof_dec {
 	 * the record ("location id 7: line has function 0"); "" if the error
 	 * code says all (cleared by each open). */
 	char fault[112];
-	/* inflate state, kept for reuse */
+	/* inflate state, kept for reuse; zbuf: stream mode's non-sample
+	 * fields */
 	void *zs;
 	uint8_t *zbuf;
 	size_t zbuf_cap;
 
 	pb_realloc_fn *realloc_fn;
 	void *realloc_ctx;
-	gz_alloc gza; /* zlib's view of realloc_fn (pprof_inflate.c) */
+	gz_alloc gza; /* zlib's view of realloc_fn (pprof_stream.c) */
 } pprof_dec;
 
 /* Sample iteration cursor over the top-level fields that hold samples. */

@@ -3,17 +3,19 @@
  * pprof_dec.h): a profile read through a positional reader, gzip'd or
  * not, and never held whole. Open keeps the non-sample top-level fields
  * (header, mappings, locations, functions, strings: a few percent of a
- * heap profile) in the decoder's zbuf, where pprof_dec.c indexes them as
- * an in-memory profile; every sample pass reads the input again from its
- * start through a window that holds at least the current field, and after
- * its data 8 zero bytes (the decoders' 8-byte loads stay inside).
+ * heap profile) in the decoder's zbuf, in input order, where pprof_dec.c
+ * indexes them as an in-memory profile; every sample pass reads the input
+ * again from its start through a window that holds at least the current
+ * field, and after its data 8 zero bytes (the decoders' 8-byte loads stay
+ * inside). A gzip'd buffer (heapprof__pprof_dec_open) is inflated whole
+ * into the same window by the same inflater.
  *
  * Each field is parsed by heapprof__pb_next over the window once the
  * window holds all of it, or all that is left of the input, so an input
  * with one fault (a truncation, a bad field) gets the buffer path's error
- * for it. One with several may get another of them first: the header
- * scalars are indexed after the other fields, a sample's wire type is
- * checked as it comes, and nothing is read past the first fault of the
+ * for it. One with several may get another of them first: a sample's
+ * wire type is checked as it comes (the other fields are indexed once
+ * the input is read), and nothing is read past the first fault of the
  * framing (the buffer path inflates and measures the whole input before
  * it parses: ETOOBIG or EGZIP first).
  */
@@ -23,7 +25,7 @@
 #include <zlib.h>
 
 #include "heapprof.h"
-#include "pprof_inflate.h"
+#include "gz.h"
 #include "pprof_int.h"
 #include "pprof_stream.h"
 #include "lazylibs.h"
@@ -36,6 +38,35 @@ static size_t
 st_limit(const pprof_dec *d)
 {
 	return d->limit < UINT32_MAX - 1 ? d->limit : UINT32_MAX - 1;
+}
+
+/* The decoder's zlib inflate stream, made on first use (zlib's
+ * allocations through the decoder's allocator) and reset for a new
+ * input; NULL if out of memory. */
+static z_stream *
+st_zstream(pprof_dec *d)
+{
+	z_stream *zs = d->zs;
+	if (!zs) {
+		zs = d->realloc_fn(d->realloc_ctx, NULL, 0, sizeof(*zs));
+		if (!zs)
+			return NULL;
+		memset(zs, 0, sizeof(*zs));
+		d->gza.rf = d->realloc_fn;
+		d->gza.rctx = d->realloc_ctx;
+		zs->zalloc = heapprof__gz_zalloc;
+		zs->zfree = heapprof__gz_zfree;
+		zs->opaque = &d->gza;
+		/* 15 + 32: gzip or zlib, detected. */
+		if (heapprof__lazy_libs() != 0 || inflateInit2(zs, 15 + 32) != Z_OK) {
+			d->realloc_fn(d->realloc_ctx, zs, sizeof(*zs), 0);
+			return NULL;
+		}
+		d->zs = zs;
+	} else if (inflateReset(zs) != Z_OK) {
+		return NULL;
+	}
+	return zs;
 }
 
 /* Up to n source bytes at src_at into buf: *got (0: the end). */
@@ -75,9 +106,9 @@ st_inflate(pprof_dec *d)
 	for (;;) {
 		if (st->zpos == st->zlen && !st->zend)
 			HP_TRY(st_refill(d));
-		size_t room = st->win_cap - st->win_len;
+		size_t room = st->win_cap - st->win_len, in = st->zlen - st->zpos;
 		zs->next_in = st->zin + st->zpos;
-		zs->avail_in = (uInt)(st->zlen - st->zpos);
+		zs->avail_in = in > (1u << 30) ? (1u << 30) : (uInt)in;
 		zs->next_out = st->win + st->win_len;
 		zs->avail_out = room > (1u << 30) ? (1u << 30) : (uInt)room;
 		uInt out0 = zs->avail_out, in0 = zs->avail_in;
@@ -114,10 +145,10 @@ st_inflate(pprof_dec *d)
 }
 
 /* Makes the window hold `need` bytes from pos, or all the input has left;
- * it only grows (1.5x) when full, so it never holds more than the input
- * gives. */
+ * it only grows (1.5x, or to `first` bytes at once) when full, so it never
+ * holds more than the input gives. */
 static int
-st_fill(pprof_dec *d, uint64_t need)
+st_fill(pprof_dec *d, uint64_t need, size_t first)
 {
 	pprof_stream *st = &d->st;
 	size_t lim = st_limit(d);
@@ -134,6 +165,8 @@ st_fill(pprof_dec *d, uint64_t need)
 			size_t c = st->win_cap + st->win_cap / 2;
 			if (c < 2 * ST_CHUNK)
 				c = 2 * ST_CHUNK;
+			if (c < first)
+				c = first;
 			if (c > lim + 2)
 				c = lim + 2; /* one byte past the limit tells */
 			if (c <= st->win_cap)
@@ -180,7 +213,7 @@ st_rewind(pprof_dec *d)
 			return -ENOMEM;
 		st->zcap = ST_CHUNK;
 	}
-	return heapprof__pprof_zstream(d) ? 0 : -ENOMEM;
+	return st_zstream(d) ? 0 : -ENOMEM;
 }
 
 /* The usual field at pos, at once: a one-byte tag of a length-delimited
@@ -214,7 +247,7 @@ static int
 st_next(pprof_dec *d, pb_field *f, size_t *start)
 {
 	pprof_stream *st = &d->st;
-	HP_TRY(st_fill(d, 24)); /* a tag and a length */
+	HP_TRY(st_fill(d, 24, 0)); /* a tag and a length */
 	if (st->pos == st->win_len)
 		return 1;
 	if (st_quick(st, f, start))
@@ -230,7 +263,7 @@ st_next(pprof_dec *d, pb_field *f, size_t *start)
 			/* Past the limit is either ETOOBIG or ELENGTH at
 			 * the input's end: read no further than that. */
 			uint64_t cap = (uint64_t)st_limit(d) + 2;
-			HP_TRY(st_fill(d, need < cap ? need : cap));
+			HP_TRY(st_fill(d, need < cap ? need : cap, 0));
 		}
 	}
 	/* Whatever is wrong with it, heapprof__pb_next says as it does for
@@ -241,28 +274,6 @@ st_next(pprof_dec *d, pb_field *f, size_t *start)
 	*start = st->pos;
 	st->pos = (size_t)(r.p - st->win);
 	return 0;
-}
-
-/* Whether a top-level field is a header scalar (kept apart: it changes
- * from profile to profile, and where it stands among the other fields
- * does not matter). */
-HP_INLINE bool
-is_scalar(const pb_field *f)
-{
-	if (f->wire == PB_LEN)
-		return false;
-	switch (f->num) {
-	case PPROF_DROP_FRAMES:
-	case PPROF_KEEP_FRAMES:
-	case PPROF_TIME_NANOS:
-	case PPROF_DURATION_NANOS:
-	case PPROF_PERIOD:
-	case PPROF_DEFAULT_SAMPLE_TYPE:
-	case PPROF_DOC_URL:
-		return true;
-	default:
-		return false;
-	}
 }
 
 /* The next top-level field as st_next gives it: the usual one at once
@@ -278,18 +289,14 @@ st_field(pprof_dec *d, pb_field *f, size_t *start)
 
 int
 heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
-                            size_t *area, size_t *dict_len,
-                            size_t *nsamples, bool *same)
+                            size_t *dict_len, size_t *nsamples)
 {
 	pprof_stream *st = &d->st;
 	uint8_t magic[2];
 	size_t got = 0, n = 0, ns = 0;
-	/* The area so far is, byte for byte, the last open's. */
-	bool eq = st->dict_ok;
 	st->read = read;
 	st->arg = arg;
 	st->src_at = 0;
-	st->hdr_len = 0;
 	/* gzip by its first two bytes, as heapprof__gz_is_gzip. */
 	while (got < 2) {
 		size_t g;
@@ -314,42 +321,16 @@ heapprof__pprof_stream_open(pprof_dec *d, pprof_read_fn *read, void *arg,
 			ns++;
 			continue;
 		}
-		const uint8_t *b = st->win + start;
 		size_t m = st->pos - start;
-		if (is_scalar(&f)) {
-			HP_TRY(heapprof__pprof_grow(d, &st->hdr, &st->hdr_cap,
-			                            st->hdr_len + m, 1));
-			memcpy(st->hdr + st->hdr_len, b, m);
-			st->hdr_len += m;
-			continue;
-		}
-		if (eq && n + m <= st->dict_len && memcmp(d->zbuf + n, b, m) == 0) {
-			n += m; /* already there */
-			continue;
-		}
-		/* From here on the area is this input's: the last open's
-		 * index no longer describes it. */
-		eq = false;
-		st->dict_ok = false;
 		HP_TRY(heapprof__pprof_grow(d, &d->zbuf, &d->zbuf_cap, n + m,
 		                            1));
-		memcpy(d->zbuf + n, b, m);
+		memcpy(d->zbuf + n, st->win + start, m);
 		n += m;
 	}
 	st->total = (uint64_t)st->win_at + st->win_len;
 	if (st->total == 0)
 		return HEAPPROF_EEMPTY;
-	*same = eq && n == st->dict_len;
-	/* An area shorter than the last (a prefix of it): not the same, and
-	 * its bytes past n are about to be overwritten. */
-	if (!*same)
-		st->dict_ok = false;
-	HP_TRY(heapprof__pprof_grow(d, &d->zbuf, &d->zbuf_cap,
-	                            n + st->hdr_len, 1));
-	if (st->hdr_len)
-		memcpy(d->zbuf + n, st->hdr, st->hdr_len);
-	*area = n;
-	*dict_len = n + st->hdr_len;
+	*dict_len = n;
 	*nsamples = ns;
 	return 0;
 }
@@ -414,11 +395,36 @@ heapprof__pprof_stream_seek(pprof_dec *d, pprof_sample_iter *it,
 	}
 }
 
+int
+heapprof__pprof_inflate(pprof_dec *d, const void *in, size_t n,
+                        const uint8_t **out, size_t *out_len)
+{
+	pprof_stream *st = &d->st;
+	st->gzip = false;
+	HP_TRY(st_rewind(d)); /* the window emptied */
+	if (!st_zstream(d))
+		return -ENOMEM;
+	/* The source is the buffer itself, read only (no reads, no
+	 * copy): all of it at once. */
+	uint8_t *zin = st->zin;
+	st->gzip = true;
+	st->zin = (uint8_t *)(uintptr_t)in;
+	st->zlen = n;
+	st->zend = true;
+	/* All of it, or one byte past the limit (ETOOBIG); room for 4x
+	 * the input at once, the usual ratio. */
+	int rc = st_fill(d, (uint64_t)st_limit(d) + 2, 4 * n + 4096);
+	st->zin = zin;
+	HP_TRY(rc);
+	*out = st->win;
+	*out_len = st->win_len;
+	return 0;
+}
+
 size_t
 heapprof__pprof_stream_memory(const pprof_dec *d)
 {
-	return (d->st.win_cap ? d->st.win_cap + ST_PAD : 0) + d->st.zcap +
-	       d->st.hdr_cap;
+	return (d->st.win_cap ? d->st.win_cap + ST_PAD : 0) + d->st.zcap;
 }
 
 void
@@ -429,9 +435,13 @@ heapprof__pprof_stream_free(pprof_dec *d)
 		d->realloc_fn(d->realloc_ctx, st->win, st->win_cap + ST_PAD, 0);
 	if (st->zin)
 		d->realloc_fn(d->realloc_ctx, st->zin, st->zcap, 0);
-	if (st->hdr)
-		d->realloc_fn(d->realloc_ctx, st->hdr, st->hdr_cap, 0);
-	st->win = st->zin = st->hdr = NULL;
-	st->win_cap = st->zcap = st->hdr_cap = 0;
-	st->dict_ok = false;
+	st->win = st->zin = NULL;
+	st->win_cap = st->zcap = 0;
+	if (d->zs) {
+		inflateEnd(d->zs);
+		d->realloc_fn(d->realloc_ctx, d->zs, sizeof(z_stream), 0);
+		d->zs = NULL;
+	}
+	heapprof__pprof_release(d, &d->zbuf, d->zbuf_cap);
+	d->zbuf_cap = 0;
 }

@@ -275,29 +275,46 @@ mem_read(void *arg, uint64_t at, void *buf, size_t n)
 	return (long)n;
 }
 
-/* Read mode keeps no second copy of the dictionary, yet knows it again:
- * a profile whose values and time changed, over the same records, finds
- * every sample by its id bytes (the caches of the last call kept), and a
- * changed dictionary is known as one. */
-TEST(read_mode_knows_its_dictionary_again)
+/* Read mode reads the dictionary again at each call (no second copy of
+ * it is kept): a profile whose values and time changed, over the same
+ * records, finds every sample by its predicted key and gets its own
+ * header, and once warm, calls over the same, a changed (a function
+ * renamed) and again the same dictionary allocate nothing. */
+TEST(read_mode_steady_state)
 {
+	heapprof_delta_options opt = {0};
+	opt.realloc_fn = hook_realloc;
 	heapprof_delta *d;
-	REQUIRE_OK(heapprof_delta_new(&d, NULL));
+	REQUIRE_OK(heapprof_delta_new(&d, &opt));
 	obuf a = with_time(steady_profile(500, 1, 0, 0), 1700000000000000000u);
 	obuf b = with_time(steady_profile(500, 3, 0, 0), 1700000060000000000u);
 	obuf c = with_time(steady_profile(500, 3, 0, 1), 1700000120000000000u);
 	REQUIRE_OK(heapprof_delta_compute_read(d, mem_read, &a, 0, null_write,
 	                                       NULL));
-	CHECK(!d->dec.records_same);
 	uint64_t q = d->pred_hits;
 	REQUIRE_OK(heapprof_delta_compute_read(d, mem_read, &b, 0, null_write,
 	                                       NULL));
-	CHECK(d->dec.records_same);
 	CHECK_EQ(d->pred_hits - q, 500);
 	CHECK_EQ(d->dec.time_nanos, 1700000060000000000);
 	REQUIRE_OK(heapprof_delta_compute_read(d, mem_read, &c, 0, null_write,
 	                                       NULL));
-	CHECK(!d->dec.records_same); /* a function name changed */
+	CHECK_EQ(d->dec.time_nanos, 1700000120000000000);
+	/* One round of the sequence sizes the output (negative deltas are
+	 * longer), then the same round again allocates nothing. */
+	obuf *seq[] = {&a, &b, &c, &b, &a, &c};
+	size_t keys = d->keys.n;
+	long before = hook_allocs;
+	for (size_t i = 0; i < 2 * HP_ARRAY_LEN(seq); i++) {
+		if (i == HP_ARRAY_LEN(seq))
+			before = hook_allocs;
+		REQUIRE_OK(heapprof_delta_compute_read(
+			d, mem_read, seq[i % HP_ARRAY_LEN(seq)], 0, null_write,
+			NULL));
+	}
+	CHECK_EQ(d->keys.n, keys);
+	if (hook_allocs != before)
+		T_FAIL("read mode, same stacks: %ld allocations",
+		       hook_allocs - before);
 	free(a.p);
 	free(b.p);
 	free(c.p);
@@ -311,6 +328,6 @@ main(void)
 	RUN(steady_state_new_dictionary_same_stacks);
 	RUN(free_releases_everything);
 	RUN(failing_allocator_keeps_state);
-	RUN(read_mode_knows_its_dictionary_again);
+	RUN(read_mode_steady_state);
 	TEST_MAIN_END();
 }
