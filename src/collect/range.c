@@ -38,7 +38,7 @@
  *
  * Signal safety. A signal handler may allocate (through the profiler's
  * private memory, slowpath.c) or free while its thread is inside this
- * file holding a lock. `in_lock` (thread-local) says so; entry points
+ * file holding a lock. `heapprof__range_in_lock` (thread-local) says so; entry points
  * that would need a lock then give up instead of deadlocking: allocation
  * returns NULL, a free leaks the block (its counters are still updated).
  *
@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "range_lock.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -94,113 +95,11 @@ typedef struct extent {
 static extent *extents;    /* free exact runs, by address (lock) */
 static extent *spare;      /* unused nodes (lock) */
 
-/* Nonzero while this thread holds (or is taking) a lock of this file. */
-static __thread volatile int in_lock __attribute__((tls_model("initial-exec")));
-
-/* Lock m, or false. A lock held for LOCK_WAIT seconds was abandoned: a
- * handler longjmp'd out of its holder's critical section (no section
- * here lasts more than a few system calls). Then it is marked dead and
- * every later use of it gives up at once, as for in_lock: allocations go
- * unsampled (counted), frees leak. A lock that is seen free again is
- * alive again. */
-#define LOCK_WAIT 5
-static _Atomic(pthread_mutex_t *) dead[4];
-
-/* Fork. The locks are not held across fork (init.c), but a child forked
- * while another thread is inside one of this file's sections would
- * inherit its lists, bump and commit marks half updated (a run given back
- * to PROT_NONE while `committed` still covered it: the child's next
- * sample wrote to it, SIGSEGV). So sections are fenced off, as bucket.c's
- * inserts: the fork handler raises `forking` and waits (bounded) until no
- * section is in flight; a section that begins while it is up does not
- * run: an allocation gives up (unsampled, counted), a free is deferred
- * (`deferred`, a lock-free stack linked through the header's bucket
- * field: one compare-and-swap, whole in any child) and done by the next
- * allocation or free after the fork. Never a wait: the thread may hold a
- * stdio lock that the forking thread needs (init.c). `inflight` and
- * `forking` are a Dekker pair (seq_cst); self_inflight counts this
- * thread's own sections (a fork from a handler that interrupted one). */
-static _Atomic int forking, inflight;
-static __thread int self_inflight __attribute__((tls_model("initial-exec")));
+/* Frees that came while a fork was being prepared (range_lock.c's
+ * fence): a lock-free stack linked through the header's bucket field,
+ * drained by the next allocation or free after the fork. */
 static _Atomic(hp_obj *) deferred;
-#define FORK_WAIT_MS 2000
-
-static int64_t
-mono_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static bool lock_once(pthread_mutex_t *m);
 static void drain_deferred(void);
-
-/* Lock m and enter a fenced section, or false (a fork is being prepared,
- * or the lock was abandoned). */
-static bool
-lock_m(pthread_mutex_t *m)
-{
-	if (!lock_once(m))
-		return false;
-	self_inflight++;
-	atomic_fetch_add(&inflight, 1);
-	if (!atomic_load(&forking))
-		return true;
-	atomic_fetch_sub(&inflight, 1);
-	self_inflight--;
-	pthread_mutex_unlock(m);
-	atomic_signal_fence(memory_order_seq_cst);
-	in_lock--;
-	return false;
-}
-
-static bool
-lock_once(pthread_mutex_t *m)
-{
-	in_lock++;
-	atomic_signal_fence(memory_order_seq_cst);
-	if (pthread_mutex_trylock(m) == 0)
-		goto locked;
-	for (int i = 0; i < 4; i++)
-		if (atomic_load_explicit(&dead[i], memory_order_relaxed) == m)
-			goto fail;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += LOCK_WAIT;
-	int rc;
-	while ((rc = pthread_mutex_timedlock(m, &ts)) == EINTR)
-		;
-	if (rc == 0)
-		goto locked;
-	for (int i = 0; i < 4; i++) {
-		pthread_mutex_t *expect = NULL;
-		if (atomic_compare_exchange_strong(&dead[i], &expect, m) ||
-		    expect == m)
-			break;
-	}
-	heapprof__warn("a lock of the sampled-object range was abandoned (a "
-	               "longjmp out of a signal handler?): samples are dropped");
-fail:
-	atomic_signal_fence(memory_order_seq_cst);
-	in_lock--;
-	return false;
-locked:
-	for (int i = 0; i < 4; i++)
-		if (atomic_load_explicit(&dead[i], memory_order_relaxed) == m)
-			atomic_store_explicit(&dead[i], NULL, memory_order_relaxed);
-	return true;
-}
-
-static void
-unlock_m(pthread_mutex_t *m)
-{
-	atomic_fetch_sub(&inflight, 1);
-	self_inflight--;
-	pthread_mutex_unlock(m);
-	atomic_signal_fence(memory_order_seq_cst);
-	in_lock--;
-}
 
 static uintptr_t
 span_get(void)
@@ -574,10 +473,10 @@ slot_get(shard *h, unsigned shift)
 	}
 	if (h->next[k] == h->end[k]) {
 		bool dirty;
-		if (!lock_m(&lock))
+		if (!heapprof__rlock(&lock))
 			return 0;
 		uintptr_t slab = run_get(class_of(SLAB_BYTES / page), &dirty);
-		unlock_m(&lock);
+		heapprof__runlock(&lock);
 		if (!slab)
 			return 0;
 		h->next[k] = slab;
@@ -599,12 +498,12 @@ slot_alloc(size_t size, bool zero)
 		t->shard = atomic_fetch_add(&next_shard, 1) % NSHARD + 1;
 	}
 	shard *h = &shards[t->shard - 1];
-	if (!lock_m(&h->lock))
+	if (!heapprof__rlock(&h->lock))
 		return NULL;
 	uintptr_t s = slot_get(h, shift);
 	if (s)
 		h->live++;
-	unlock_m(&h->lock);
+	heapprof__runlock(&h->lock);
 	if (!s)
 		return NULL;
 	hp_obj *o = (hp_obj *)s;
@@ -624,7 +523,7 @@ range_alloc(size_t size, size_t align, bool zero)
 {
 	drain_deferred();
 	size_t need;
-	if (!span_get() || in_lock || size > PTRDIFF_MAX || align > PTRDIFF_MAX ||
+	if (!span_get() || heapprof__range_in_lock || size > PTRDIFF_MAX || align > PTRDIFF_MAX ||
 	    __builtin_add_overflow(size, sizeof(hp_obj) + align, &need) ||
 	    need > PTRDIFF_MAX)
 		return NULL;
@@ -635,13 +534,13 @@ range_alloc(size_t size, size_t align, bool zero)
 	uint32_t c = pages <= ((size_t)1 << (NCLASS - 1)) ? class_of(pages)
 	                                                  : BIG_CLASS;
 	bool dirty = false;
-	if (!lock_m(&lock))
+	if (!heapprof__rlock(&lock))
 		return NULL;
 	uintptr_t run = c == BIG_CLASS ? exact_get(pages * page)
 	                               : run_get(c, &dirty);
 	if (run)
 		live_runs++;
-	unlock_m(&lock);
+	heapprof__runlock(&lock);
 	if (!run)
 		return NULL;
 	uintptr_t user = run + sizeof(hp_obj);
@@ -702,17 +601,17 @@ give_back(hp_obj *o)
 	if (c >= SLOT_CLASS) {
 		unsigned k = c - SLOT_CLASS - SLOT_MIN_SHIFT;
 		shard *h = &shards[o->shard % NSHARD];
-		if (!lock_m(&h->lock))
+		if (!heapprof__rlock(&h->lock))
 			goto not_now;
 		*(uintptr_t *)run = h->free[k];
 		atomic_thread_fence(memory_order_release);
 		h->free[k] = run;
 		h->live--;
-		unlock_m(&h->lock);
+		heapprof__runlock(&h->lock);
 		return;
 	}
 	size_t pages = o->shard;
-	if (!lock_m(&lock))
+	if (!heapprof__rlock(&lock))
 		goto not_now;
 	if (c == BIG_CLASS) {
 		exact_put(run, pages * page);
@@ -725,10 +624,10 @@ give_back(hp_obj *o)
 		free_list[c] = run;
 	}
 	live_runs--;
-	unlock_m(&lock);
+	heapprof__runlock(&lock);
 	return;
 not_now:
-	if (!atomic_load(&forking))
+	if (!heapprof__rlock_forking())
 		return; /* abandoned: the slot or run is lost */
 	hp_obj *head = atomic_load(&deferred);
 	do
@@ -741,7 +640,7 @@ static void
 drain_deferred(void)
 {
 	if (HP_LIKELY(!atomic_load_explicit(&deferred, memory_order_relaxed)) ||
-	    atomic_load(&forking) || in_lock)
+	    heapprof__rlock_forking() || heapprof__range_in_lock)
 		return;
 	hp_obj *o = atomic_exchange(&deferred, NULL);
 	while (o) {
@@ -757,7 +656,7 @@ heapprof__range_free(hp_obj *o)
 	if (o->magic == HP_PRIV_MAGIC)
 		atomic_fetch_sub_explicit(&priv_live, 1, memory_order_relaxed);
 	o->magic = 0; /* a second free of this pointer is caught by the caller */
-	if (in_lock)
+	if (heapprof__range_in_lock)
 		return; /* a handler that interrupted this file: leak it */
 	give_back(o);
 	drain_deferred();
@@ -771,7 +670,7 @@ heapprof__range_stats(uint64_t *live, uint64_t *mapped, uint64_t *exh)
 	 * longjmp out of such a handler). Counts are then approximate. */
 	*live = 0;
 	*mapped = 0;
-	if (!in_lock && pthread_mutex_trylock(&lock) == 0) {
+	if (!heapprof__range_in_lock && pthread_mutex_trylock(&lock) == 0) {
 		*live = live_runs;
 		*mapped = committed - heapprof__range_base;
 		for (extent *e = extents; e; e = e->next)
@@ -779,7 +678,7 @@ heapprof__range_stats(uint64_t *live, uint64_t *mapped, uint64_t *exh)
 		pthread_mutex_unlock(&lock);
 	}
 	*exh = atomic_load_explicit(&exhausted, memory_order_relaxed);
-	for (int i = 0; i < NSHARD && !in_lock; i++) {
+	for (int i = 0; i < NSHARD && !heapprof__range_in_lock; i++) {
 		if (pthread_mutex_trylock(&shards[i].lock) == 0) {
 			*live += shards[i].live;
 			pthread_mutex_unlock(&shards[i].lock);
@@ -789,29 +688,23 @@ heapprof__range_stats(uint64_t *live, uint64_t *mapped, uint64_t *exh)
 	*live = *live > priv ? *live - priv : 0;
 }
 
-/* Before fork (init.c): no section of this file in flight, but this
- * thread's own (a fork from a signal handler). Bounded: a thread that left
- * a section by longjmp never ends it, and fork must not hang on it. */
+/* Fork: range_lock.c's fence. */
 HP_RARE void
 heapprof__range_atfork_prepare(void)
 {
-	atomic_fetch_add(&forking, 1);
-	int64_t until = mono_now_ms() + FORK_WAIT_MS;
-	while (atomic_load(&inflight) > self_inflight && mono_now_ms() <= until)
-		sched_yield();
+	heapprof__rlock_fork_prepare();
 }
 
 HP_RARE void
 heapprof__range_atfork_release(void)
 {
-	atomic_fetch_sub(&forking, 1);
+	heapprof__rlock_fork_release();
 }
 
 HP_RARE void
 heapprof__range_atfork_child(void)
 {
-	atomic_store(&forking, 0);
-	atomic_store(&inflight, self_inflight);
+	heapprof__rlock_fork_child();
 	/* A lock another thread held at the fork is reset; one that is free
 	 * is left unwritten (a page a fork child need not copy). */
 	hp_mutex_reset(&lock);
