@@ -16,7 +16,7 @@
 
 #define CHUNK (1u << 20)
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t lock HP_FORK_BSS = PTHREAD_MUTEX_INITIALIZER;
 static char *chunk;        /* current chunk (lock) */
 static size_t used;        /* bytes used in it (lock) */
 static _Atomic size_t total; /* bytes mapped so far */

@@ -56,7 +56,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* serialises inserts *
 /* Forks in progress (raised by the fork handler), and inserts in flight:
  * a Dekker pair, both seq_cst, so that either the insert sees the fork
  * and gives up, or the fork handler sees the insert and waits for it. */
-static _Atomic int forking, inflight;
+static _Atomic int forking HP_FORK_BSS, inflight HP_FORK_BSS;
 /* 1 while this thread is inside an insert (a fork from a signal handler
  * that interrupted it skips the fence: the child's count keeps it). */
 static __thread int self_inflight __attribute__((tls_model("initial-exec")));

@@ -102,6 +102,10 @@ typedef struct hp_config {
 	char app[256];          /* application name for push */
 	int symbolize;          /* 0 none, 1 ELF symbol tables, 2 DWARF */
 	int write_empty;        /* exit profile even if nothing was sampled */
+	/* HEAPPROF_RUN_STATUS (`heapprof run`'s file, dump.c), or NULL: read
+	 * at start, so that an exit reads no environment (each libc page and
+	 * string page it would touch is a page fault in every process) */
+	const char *run_status;
 	int fsync;              /* fsync each file before its rename */
 	int64_t dump_growth;    /* a file each time in use grows this much */
 	double dump_limit;      /* a file at this fraction of the memory limit */

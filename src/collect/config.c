@@ -220,6 +220,8 @@ heapprof__read_env(hp_config *c)
 		else
 			warn_env("HEAPPROF_EXIT", v, "is not 0 or 1", "1");
 	}
+	/* A string of the initial environment, which is never freed. */
+	c->run_status = secure_getenv("HEAPPROF_RUN_STATUS");
 	if ((v = secure_getenv("HEAPPROF_WRITE_EMPTY")) && *v) {
 		if (!strcmp(v, "0") || !strcmp(v, "1"))
 			c->write_empty = v[0] == '1';

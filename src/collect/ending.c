@@ -66,7 +66,7 @@ static int exit_on;          /* _exit dumps (and pushes the last interval) */
 static uintptr_t ldso_start, ldso_end; /* the dynamic loader's mapping */
 /* The process whose memory this is (init, then every fork child): a vfork
  * child has another pid and must not dump. */
-static _Atomic long self_pid;
+static _Atomic long self_pid HP_FORK_BSS; /* written in every fork child */
 
 static int
 slot(int sig)
@@ -82,7 +82,7 @@ call_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 }
 
 /* The exit profile, if this process may write one here and now. */
-static void
+HP_RARE static void
 ending_dump(int dump, const char *busy_msg)
 {
 	hp_tls *t = &heapprof__tls;
@@ -293,7 +293,7 @@ __sysv_signal(int sig, sighandler_t h)
 	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER);
 }
 
-static _Noreturn void
+HP_RARE static _Noreturn void
 leave(int status)
 {
 	if (exit_on)
@@ -305,13 +305,13 @@ leave(int status)
 		syscall(SYS_exit_group, status);
 }
 
-HP_EXPORT void
+HP_RARE HP_EXPORT void
 _exit(int status)
 {
 	leave(status);
 }
 
-HP_EXPORT void
+HP_RARE HP_EXPORT void
 _Exit(int status)
 {
 	leave(status);

@@ -43,7 +43,7 @@ static _Atomic(pthread_mutex_t *) dead[4];
  * stdio lock that the forking thread needs (init.c). `inflight` and
  * `forking` are a Dekker pair (seq_cst); self_inflight counts this
  * thread's own sections (a fork from a handler that interrupted one). */
-static _Atomic int forking, inflight;
+static _Atomic int forking HP_FORK_BSS, inflight HP_FORK_BSS;
 static __thread int self_inflight __attribute__((tls_model("initial-exec")));
 #define FORK_WAIT_MS 2000
 

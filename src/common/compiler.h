@@ -19,6 +19,11 @@
  * start-up and exit do touch shares a few pages (each page is a fault,
  * ~12 us on the VMs measured: BENCHMARKS.md). */
 #define HP_BIG_BSS __attribute__((section(".bss.hp_big")))
+/* State that the fork handlers write in the parent and the child (locks
+ * released, fence counters): all in one page, which each process of a
+ * fork then copies once (a page fault each, and a page copy), not once
+ * per file. Sorted after HP_BIG_BSS (same link option). */
+#define HP_FORK_BSS __attribute__((section(".bss.hp_fork")))
 /* A function that runs at start-up or exit in every process, or rarely:
  * cold, so the compiler puts them all together at the start of .text and a
  * process that does nothing else touches one or two code pages, not one

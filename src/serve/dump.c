@@ -51,7 +51,7 @@
 #define DUMP_STACK_SIZE (4u << 20) /* reserved, touched as used */
 #define DUMP_STACK_MIN (256u << 10) /* 48 KiB measured with DWARF names */
 
-static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t dump_lock HP_FORK_BSS = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t seq;            /* next %n (dump_lock) */
 static _Atomic int exiting;     /* the exit dump has begun: no more dumps */
 static _Atomic int exit_done;   /* ... and has ended (heapprof__serve_exit_wait) */
@@ -595,7 +595,7 @@ nothing_sampled(void)
 HP_RARE static void
 note_no_profile(void)
 {
-	const char *p = secure_getenv("HEAPPROF_RUN_STATUS");
+	const char *p = heapprof__cfg.run_status; /* config.c */
 	if (!p || p[0] != '/')
 		return;
 	int fd = open(p, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -669,15 +669,19 @@ heapprof__serve_atfork_child(int locked)
 {
 	/* Whoever held the lock does not exist here, nor does the timer. */
 	hp_mutex_reset(&dump_lock);
-	atomic_store(&have_quiet_timer, 0);
+	if (atomic_load(&have_quiet_timer))
+		atomic_store(&have_quiet_timer, 0);
 	if (!locked) {
 		/* A dump was in progress: what it was updating may be half
 		 * done. Start afresh (the old state is left allocated). */
 		heapprof__snapshot_atfork_reset();
 		memset(&period_base, 0, sizeof(period_base));
 	}
-	seq = 0;
-	atomic_store(&write_warned, 0);
+	/* Written only if set: each page a fork child writes is a copy. */
+	if (seq)
+		seq = 0;
+	if (atomic_load(&write_warned))
+		atomic_store(&write_warned, 0);
 	heapprof__http_atfork_child();
 	heapprof__push_atfork_child();
 }
