@@ -4,9 +4,11 @@
  * /proc file, a page fault, an mmap, a fork. The per-process costs of
  * BENCHMARKS.md ("Cost per process") are counted in these units.
  *
- *   cc -O2 -o vmcost bench/vmcost.c && ./vmcost
+ *   make build/bench/vmcost && build/bench/vmcost
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/mman.h>
