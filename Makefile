@@ -79,7 +79,7 @@ $(EAGER_OBJ): ALLCFLAGS += -fno-plt
 SO_OBJ  := $(filter-out %/libfns.o,$(LIB_OBJ)) $(B)/obj/src/so/libs.o
 SO_LIBS := -ldl -lpthread
 $(B)/libheapprof.so: $(SO_OBJ) src/collect/exports.map
-	$(CC) -shared -Wl,-z,nodelete -Wl,--sort-section=name -Wl,--version-script=src/collect/exports.map -o $@ $(SO_OBJ) $(SO_LIBS)
+	$(CC) -shared -Wl,-z,nodelete -Wl,--sort-section=name -Wl,-fini=heapprof__fini -Wl,--version-script=src/collect/exports.map -o $@ $(SO_OBJ) $(SO_LIBS)
 
 # The static library leaves the program's signals and _exit alone
 # (src/collect/ending.c: a fully static link would define _exit twice).

@@ -93,8 +93,17 @@ heapprof__interpose_resolve(void)
 	int saved = errno;
 	if (!heapprof__range_span)
 		heapprof__range_init();
+	/* The names in .data, not string literals: dlsym reads them, and
+	 * .data's pages are faulted in by the loader anyway, the constants'
+	 * page is not (one page fault in every process). */
+	static char nm_malloc[] = "malloc", nm_free[] = "free",
+	            nm_calloc[] = "calloc", nm_realloc[] = "realloc",
+	            nm_memalign[] = "memalign", nm_valloc[] = "valloc",
+	            nm_pvalloc[] = "pvalloc", nm_posix_memalign[] = "posix_memalign",
+	            nm_aligned_alloc[] = "aligned_alloc",
+	            nm_usable[] = "malloc_usable_size";
 	hp_next n;
-	n.malloc = find("malloc", (void *)__libc_malloc);
+	n.malloc = find(nm_malloc, (void *)__libc_malloc);
 	if (n.malloc == (void *)__libc_malloc) {
 		/* glibc's malloc is next, so its free, calloc, ... are too:
 		 * glibc defines them as aliases of the __libc_ names, which
@@ -107,16 +116,16 @@ heapprof__interpose_resolve(void)
 		n.valloc = __libc_valloc;
 		n.pvalloc = __libc_pvalloc;
 	} else {
-		n.free = find("free", (void *)__libc_free);
-		n.calloc = find("calloc", (void *)__libc_calloc);
-		n.realloc = find("realloc", (void *)__libc_realloc);
-		n.memalign = find("memalign", (void *)__libc_memalign);
-		n.valloc = find("valloc", (void *)__libc_valloc);
-		n.pvalloc = find("pvalloc", (void *)__libc_pvalloc);
+		n.free = find(nm_free, (void *)__libc_free);
+		n.calloc = find(nm_calloc, (void *)__libc_calloc);
+		n.realloc = find(nm_realloc, (void *)__libc_realloc);
+		n.memalign = find(nm_memalign, (void *)__libc_memalign);
+		n.valloc = find(nm_valloc, (void *)__libc_valloc);
+		n.pvalloc = find(nm_pvalloc, (void *)__libc_pvalloc);
 	}
-	n.posix_memalign = find("posix_memalign", NULL);
-	n.aligned_alloc = find("aligned_alloc", (void *)__libc_memalign);
-	n.malloc_usable_size = find("malloc_usable_size", NULL);
+	n.posix_memalign = find(nm_posix_memalign, NULL);
+	n.aligned_alloc = find(nm_aligned_alloc, (void *)__libc_memalign);
+	n.malloc_usable_size = find(nm_usable, NULL);
 	if (!n.posix_memalign || !n.malloc_usable_size) {
 		/* No libc to forward to: nothing sane is possible. */
 		static const char m[] = "heapprof: cannot find the next allocator\n";

@@ -206,7 +206,9 @@ heapprof__bucket_list(void)
 	return atomic_load_explicit(&all, memory_order_acquire);
 }
 
-uint64_t
+/* Cold: read at every exit (serve's nothing_sampled), in the start-up and
+ * exit code's pages, not one more page of the sampling code. */
+HP_RARE uint64_t
 heapprof__bucket_count(void)
 {
 	return atomic_load_explicit(&count, memory_order_relaxed);

@@ -64,9 +64,11 @@ static signal_fn real_signal, real_sysv_signal;
 static int ending_on[2];     /* [0] SIGTERM, [1] SIGINT: ours when SIG_DFL */
 static int exit_on;          /* _exit dumps (and pushes the last interval) */
 static uintptr_t ldso_start, ldso_end; /* the dynamic loader's mapping */
-/* The process whose memory this is (init, then every fork child): a vfork
- * child has another pid and must not dump. */
-static _Atomic long self_pid HP_FORK_BSS; /* written in every fork child */
+/* The process whose memory this is (every fork child writes its pid; 0:
+ * the process init ran in, heapprof__init_pid, left unwritten at start-up:
+ * this is the fork handlers' page, one more page fault): a vfork child has
+ * another pid and must not dump. */
+static _Atomic long self_pid HP_FORK_BSS;
 
 static int
 slot(int sig)
@@ -86,8 +88,9 @@ HP_RARE static void
 ending_dump(int dump, const char *busy_msg)
 {
 	hp_tls *t = &heapprof__tls;
+	long self = atomic_load(&self_pid);
 	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire) ||
-	    (long)getpid() != atomic_load(&self_pid))
+	    (long)getpid() != (self ? self : heapprof__init_pid))
 		return;
 	if (t->busy) {
 		heapprof__warn(busy_msg);
@@ -192,12 +195,16 @@ our_action(struct sigaction *a)
 HP_RARE void
 heapprof__ending_init(void)
 {
-	atomic_store(&self_pid, (long)getpid());
 	find_ldso();
-	real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
-	real_exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
-	real_signal = (signal_fn)dlsym(RTLD_NEXT, "signal");
-	real_sysv_signal = (signal_fn)dlsym(RTLD_NEXT, "sysv_signal");
+	/* The names in .data, not string literals: .data's pages are faulted
+	 * in by the loader anyway, the constants' page is not (one fault in
+	 * every process; dlsym reads the name). */
+	static char n_sigaction[] = "sigaction", n_exit[] = "_exit",
+	            n_signal[] = "signal", n_sysv_signal[] = "sysv_signal";
+	real_sigaction = (sigaction_fn)dlsym(RTLD_NEXT, n_sigaction);
+	real_exit = (exit_fn)dlsym(RTLD_NEXT, n_exit);
+	real_signal = (signal_fn)dlsym(RTLD_NEXT, n_signal);
+	real_sysv_signal = (signal_fn)dlsym(RTLD_NEXT, n_sysv_signal);
 	exit_on = heapprof__cfg.at_exit || heapprof__cfg.push[0];
 	const int sigs[2] = {SIGTERM, SIGINT};
 	for (int i = 0; i < 2; i++) {

@@ -85,9 +85,15 @@ note_stderr(void)
 	err_ino = st.st_ino;
 	if (!S_ISCHR(st.st_mode) && !S_ISREG(st.st_mode))
 		return;
-	/* The name on the stack: the kernel reads it from a page already
-	 * mapped, not from one more page of the library's constants. */
-	char fd2[] = "/proc/self/fd/2";
+	/* The name built on the stack from immediates: a string literal, even
+	 * copied to the stack, is read from the library's constants, one more
+	 * page fault in every process (the barrier keeps the compiler from
+	 * folding the two words back into one). */
+	uint64_t w[2] = {0x65732f636f72702fULL,  /* "/proc/se" */
+	                 0x00322f64662f666cULL}; /* "lf/fd/2\0" */
+	__asm__("" : "+r"(w[0]), "+r"(w[1]));
+	char fd2[16];
+	memcpy(fd2, w, sizeof(fd2));
 	ssize_t n = readlink(fd2, err_path, sizeof(err_path) - 1);
 	if (n <= 0 || n >= (ssize_t)sizeof(err_path) - 1 || err_path[0] != '/')
 		n = 0;
@@ -293,6 +299,31 @@ exit_dump(void)
 	hp_leave(t);
 }
 
+/* The library's DT_FINI (-Wl,-fini in the Makefile), in place of crti's
+ * empty _fini: that one lies after all the other code, one more code page
+ * faulted in at the exit of a program that never called malloc. Nothing
+ * to do: the exit dump is an atexit handler. */
+HP_RARE HP_HIDDEN void heapprof__fini(void);
+HP_RARE HP_HIDDEN void
+heapprof__fini(void)
+{
+}
+
+/* exit_dump as __cxa_atexit calls it. */
+HP_RARE static void
+exit_dump_arg(void *unused)
+{
+	(void)unused;
+	exit_dump();
+}
+
+/* glibc's, behind pthread_atfork (GLIBC_2.3.2). */
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
+                             void (*child)(void), void *dso);
+extern void *__dso_handle;
+extern int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+extern int __cxa_at_quick_exit(void (*fn)(void *), void *dso);
+
 /* Priority 101: before the constructors of the program and of libraries
  * loaded after us, so their allocations are seen and our atexit handler
  * runs after the handlers (and C++ static destructors) they register. */
@@ -345,10 +376,17 @@ heapprof_init(int argc, char **argv, char **envp)
 	if (heapprof__stack_init(t) != 0)
 		heapprof__warn("HEAPPROF_UNWIND=libunwind: libunwind.so.8 not "
 		               "found; using the default (dwarf) unwinder");
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	/* What pthread_atfork does (libc_nonshared.a links a stub for it into
+	 * this library, after the sampling code: one more code page at every
+	 * start-up of a program that never calls malloc), called directly. */
+	__register_atfork(atfork_prepare, atfork_parent, atfork_child,
+	                  &__dso_handle);
 	if (heapprof__cfg.at_exit || heapprof__cfg.push[0]) {
-		atexit(exit_dump); /* the exit dump, and push's last interval */
-		at_quick_exit(exit_dump); /* quick_exit(3) runs no atexit handler */
+		/* the exit dump, and push's last interval; quick_exit(3) runs
+		 * no atexit handler. What atexit and at_quick_exit do, called
+		 * directly (their stubs: see __register_atfork above). */
+		__cxa_atexit(exit_dump_arg, NULL, &__dso_handle);
+		__cxa_at_quick_exit(exit_dump_arg, &__dso_handle);
 	}
 	/* Dumps that may run in a signal handler or inside malloc (periodic,
 	 * signal, growth and limit dumps), and the endpoint's and push's:

@@ -97,9 +97,12 @@ heapprof__stack_unwinder(void)
  * the end. glibc also stops at the end of the mapping below the stack;
  * the kernel maps nothing closer than the limit (mmap_base lies at least
  * RLIMIT_STACK plus a random gap below the stack's top) when the limit is
- * at most the 128 MiB minimum gap. 0 (glibc's way, once, at start-up) if
- * this is not the main thread, the limit is unlimited or above 120 MiB,
- * or the numbers do not fit that layout. */
+ * at most the 128 MiB minimum gap, so no other thread's stack lies in it
+ * (unless placed there with pthread_attr_setstack: it is then inside the
+ * main stack's bounds, which stay safe to read). 0 (glibc's way, once, at
+ * start-up) if this is not the main thread (the stack pointer is outside
+ * the window), the limit is unlimited or above 120 MiB, or the numbers do
+ * not fit that layout. */
 extern void *__libc_stack_end;
 
 HP_RARE static int
@@ -107,7 +110,9 @@ main_stack_bounds(hp_tls *t)
 {
 	struct rlimit rl;
 	const char *fn = (const char *)getauxval(AT_EXECFN);
-	if (!fn || gettid() != getpid() || getrlimit(RLIMIT_STACK, &rl) != 0 ||
+	/* No gettid() == getpid() test (two system calls at every start):
+	 * another thread's stack lies outside the window checked below. */
+	if (!fn || getrlimit(RLIMIT_STACK, &rl) != 0 ||
 	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (120u << 20))
 		return 0;
 	uintptr_t pg = (uintptr_t)getpagesize();
@@ -139,14 +144,16 @@ main_stack_bounds(hp_tls *t)
 HP_HIDDEN __thread int heapprof__in_getattr __attribute__((tls_model("initial-exec")));
 static _Atomic(hp_getattr_fn) getattr_next;
 
-hp_getattr_fn
+HP_RARE hp_getattr_fn
 heapprof__getattr_next(void)
 {
 	hp_getattr_fn f = atomic_load_explicit(&getattr_next, memory_order_acquire);
 	if (!f) {
-		f = (hp_getattr_fn)dlsym(RTLD_NEXT, "pthread_getattr_np");
+		/* In .data, not a literal: ending.c's dlsym names. */
+		static char name[] = "pthread_getattr_np";
+		f = (hp_getattr_fn)dlsym(RTLD_NEXT, name);
 		if (!f) /* loaded after libc (dlopen): nothing follows us */
-			f = (hp_getattr_fn)dlsym(RTLD_DEFAULT, "pthread_getattr_np");
+			f = (hp_getattr_fn)dlsym(RTLD_DEFAULT, name);
 		atomic_store_explicit(&getattr_next, f, memory_order_release);
 	}
 	return f;
