@@ -170,10 +170,7 @@ heapprof__peak_read(int64_t *objs, uint32_t n, int reset)
 HP_RARE void
 heapprof__peak_atfork_child(void)
 {
-	/* Written only if it must change: an unneeded store copies the
-	 * page in every fork child (a page fault before its exec). */
-	if (atomic_load(&lock) != self_held)
-		atomic_store(&lock, self_held);
+	atomic_store(&lock, self_held);
 }
 
 HP_EXPORT void

@@ -13,15 +13,6 @@ int
 heapprof__gz_writer_init(gz_writer *g, int level, pb_sink_fn *out, void *out_ctx,
                          alloc_func zalloc, free_func zfree, void *opaque)
 {
-	return heapprof__gz_writer_init_ml(g, level, 8, out, out_ctx, zalloc,
-	                                   zfree, opaque);
-}
-
-int
-heapprof__gz_writer_init_ml(gz_writer *g, int level, int mem_level,
-                            pb_sink_fn *out, void *out_ctx, alloc_func zalloc,
-                            free_func zfree, void *opaque)
-{
 	memset(&g->zs, 0, sizeof(g->zs));
 	g->zs.zalloc = zalloc;
 	g->zs.zfree = zfree;
@@ -31,8 +22,8 @@ heapprof__gz_writer_init_ml(gz_writer *g, int level, int mem_level,
 	g->err = 0;
 	if (heapprof__lazy_libs() != 0)
 		return -ENOSYS;
-	/* windowBits 15 + 16: gzip wrapper. */
-	int rc = deflateInit2(&g->zs, level, Z_DEFLATED, 15 + 16, mem_level,
+	/* windowBits 15 + 16: gzip wrapper; memLevel 8 is zlib's default. */
+	int rc = deflateInit2(&g->zs, level, Z_DEFLATED, 15 + 16, 8,
 	                      Z_DEFAULT_STRATEGY);
 	if (rc != Z_OK)
 		return rc == Z_MEM_ERROR ? -ENOMEM : -EINVAL;

@@ -26,15 +26,6 @@ typedef struct gz_writer {
 int heapprof__gz_writer_init(gz_writer *g, int level, pb_sink_fn *out,
                              void *out_ctx, alloc_func zalloc, free_func zfree,
                              void *opaque);
-/* The same with zlib's memLevel (1-9; 8, zlib's default, above). Its
- * hash table, 2^(memLevel+8) bytes, is zeroed whole at the start of every
- * stream, and its output buffer is as large: memLevel 6 touches 32 KiB
- * instead of 128 KiB, which suits a small profile (one written at the exit
- * of a short process: a dozen page faults fewer). */
-int heapprof__gz_writer_init_ml(gz_writer *g, int level, int mem_level,
-                                pb_sink_fn *out, void *out_ctx,
-                                alloc_func zalloc, free_func zfree,
-                                void *opaque);
 /* A pb_sink_fn: ctx is the gz_writer. */
 int heapprof__gz_write(void *ctx, const uint8_t *p, size_t n);
 /* Writes the trailer and releases zlib state. Returns the first error. */

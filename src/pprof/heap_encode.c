@@ -639,9 +639,6 @@ heapprof__encode_heap_to(const heapprof_heap_profile *p, unsigned flags,
 	return encode_to(p, flags, NULL, sink, sink_ctx);
 }
 
-/* Records up to which a profile counts as small for gzip (below). */
-#define SMALL_PROFILE_RECORDS 2000
-
 HP_EXPORT int
 heapprof_encode_heap(const heapprof_heap_profile *p, unsigned flags,
                      heapprof_write_fn *write, void *arg)
@@ -663,14 +660,8 @@ heapprof__encode_heap_age(const heapprof_heap_profile *p, unsigned flags,
 	gz_writer *g = malloc(sizeof(*g));
 	if (!g)
 		return -ENOMEM;
-	/* A small profile (most exit profiles: a few dozen stacks, tens of
-	 * KB) with zlib's memLevel 6: a dozen page faults and a 64 KiB memset
-	 * fewer, and no larger (cc1's: 15.6 KB at 8, 15.2 KB at 6); a large
-	 * one with the default 8 (6 is 2 % larger on the corpus's 0.5 MB
-	 * profiles). BENCHMARKS.md, issue 15. */
-	int ml = p->nrecords <= SMALL_PROFILE_RECORDS ? 6 : 8;
-	int rc = heapprof__gz_writer_init_ml(g, 1, ml, adapter_write, &a, NULL,
-	                                     NULL, NULL);
+	int rc = heapprof__gz_writer_init(g, 1, adapter_write, &a, NULL, NULL,
+	                                  NULL);
 	if (rc == 0) {
 		rc = encode_to(p, flags, ages, heapprof__gz_write, g);
 		if (rc == 0)
