@@ -15,13 +15,17 @@
 #   python  callgrind instructions of churn.py 10 (PYTHONMALLOC=malloc;
 #           20 k rounds: the short run)
 #   pylong  the same for churn.py 100 (200 k rounds: the long run)
+#   dump    the exit dump of cc1 -O2 on that file (and of BASELIB's with
+#           -b): callgrind instructions from heapprof__serve_exit on, and
+#           page faults from its first fault to the process's end (perf
+#           record with DWARF call chains; median of 3)
 # HEAPPROF_LIB overrides build/libheapprof.so. Profiles go to DIR.
 # -b BASELIB adds a configuration "base": another build of the library
 # (an older commit's), in the same alternating rounds (true and loop).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
-PARTS=true,loop,make,cc1,python,pylong
+PARTS=true,loop,make,cc1,python,pylong,dump
 ROUNDS=5
 DIR=""
 BASE=""
@@ -139,9 +143,11 @@ if has make; then
 	echo
 fi
 
-if has cc1 || has python || has pylong; then
+if has cc1 || has python || has pylong || has dump; then
 	CC1=$(gcc -print-prog-name=cc1)
 	python3 bench/gen_c.py "$DIR/gen.c" >/dev/null || exit 1
+fi
+if has cc1 || has python || has pylong; then
 	echo "| program | none Ir | shim Ir | heapprof Ir | heapprof vs none | vs shim |"
 	echo "|---|---|---|---|---|---|"
 	for w in cc1 python pylong; do
@@ -167,5 +173,39 @@ if has cc1 || has python || has pylong; then
 	for f in "$DIR"/gen.*.s; do
 		[ -f "$f" ] && ! cmp -s "$f" "$DIR/gen.none.s" && echo "note: $f differs from cc1's output without a profiler"
 	done
+fi
+if has dump; then
+	# The dump's faults: those from the first one under heapprof__serve_exit
+	# to the end (the exit handlers after it are the program's and libc's,
+	# the same in every configuration).
+	dump_faults() { # lib
+		perf record -q -o "$DIR/dump.perf" -e page-faults -c 1 \
+			--call-graph dwarf,8192 env LD_PRELOAD="$1" \
+			HEAPPROF_OUT="$DIR/prof/d.%p.pb.gz" "$CC1" -quiet -O2 "$DIR/gen.c" \
+			-o "$DIR/gen.dump.s" >/dev/null 2>&1 || return 1
+		perf script -i "$DIR/dump.perf" 2>/dev/null | awk '
+			/^[^ \t]/ { if (n) cnt++ }
+			/heapprof__serve_exit/ { if (!n) { n = 1; cnt = 1 } }
+			END { print cnt + 0 }'
+	}
+	echo "| cc1 exit dump | instructions | page faults (median of 3) |"
+	echo "|---|---|---|"
+	dconfs="heapprof"
+	[ -n "$BASE" ] && dconfs="base heapprof"
+	for c in $dconfs; do
+		l=$LIB
+		[ $c = base ] && l=$BASE
+		env LD_PRELOAD="$l" HEAPPROF_OUT="$DIR/prof/d.%p.pb.gz" \
+			valgrind --tool=callgrind --callgrind-out-file="$DIR/dump.$c.cg" \
+			--toggle-collect=heapprof__serve_exit "$CC1" -quiet -O2 "$DIR/gen.c" \
+			-o "$DIR/gen.dump.s" >/dev/null 2>&1
+		ir=$(awk '/^summary:/ {print $2}' "$DIR/dump.$c.cg")
+		pf="(perf missing)"
+		if command -v perf >/dev/null 2>&1; then
+			pf=$( (dump_faults "$l"; dump_faults "$l"; dump_faults "$l") | median)
+		fi
+		echo "| $c | $ir | $pf |"
+	done
+	echo
 fi
 echo "raw results: $DIR"

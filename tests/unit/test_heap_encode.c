@@ -340,6 +340,49 @@ TEST(gzip_roundtrip_and_symbols)
 	free(o.p);
 }
 
+/* A small and a large profile (3,000 records, several deflate blocks)
+ * inflate to exactly their unzipped encoding. */
+TEST(gzip_small_and_large_profiles)
+{
+	size_t counts[2] = {10, 3000};
+	for (int c = 0; c < 2; c++) {
+		size_t n = counts[c];
+		heapprof_record *recs = calloc(n, sizeof(*recs));
+		uint64_t *stacks = calloc(n * 3, sizeof(*stacks));
+		REQUIRE(recs && stacks);
+		for (size_t i = 0; i < n; i++) {
+			stacks[3 * i] = 0x1000 + 16 * i;
+			stacks[3 * i + 1] = 0x2000 + 8 * (i % 97);
+			stacks[3 * i + 2] = 0x1010;
+			heapprof_record r = {i + 1, 64 * (i + 1), i % 3, 64 * (i % 3),
+			                     &stacks[3 * i], 3, 0, 0};
+			recs[i] = r;
+		}
+		heapprof_mapping m = {0x1000, 0x100000, 0, "/x", NULL};
+		heapprof_heap_profile p = {0};
+		p.records = recs;
+		p.nrecords = n;
+		p.rate = 1;
+		p.mappings = &m;
+		p.nmappings = 1;
+		outbuf plain = {0}, gz = {0};
+		REQUIRE_OK(heapprof_encode_heap(&p, 0, out_write, &plain));
+		REQUIRE_OK(heapprof_encode_heap(&p, HEAPPROF_ENCODE_GZIP, out_write, &gz));
+		uint8_t *raw;
+		size_t rawlen;
+		REQUIRE_OK(heapprof__gunzip(gz.p, gz.len, 1 << 26, NULL, NULL, &raw,
+		                            &rawlen));
+		CHECK_EQ(rawlen, plain.len);
+		CHECK(rawlen == plain.len && memcmp(raw, plain.p, rawlen) == 0);
+		CHECK(gz.len < plain.len);
+		free(raw);
+		free(gz.p);
+		free(plain.p);
+		free(stacks);
+		free(recs);
+	}
+}
+
 TEST(text_format)
 {
 	uint64_t s1[] = {0x401146, 0x401268}, s2[] = {0x401146};
@@ -442,6 +485,7 @@ main(void)
 	RUN(text_rates);
 	RUN(seed_002_vectors);
 	RUN(gzip_roundtrip_and_symbols);
+	RUN(gzip_small_and_large_profiles);
 	RUN(text_format);
 	RUN(bad_arguments);
 	RUN(inuse_only_delta_and_header_fields);
