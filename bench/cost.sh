@@ -18,7 +18,7 @@
 #   dump    the exit dump of cc1 -O2 on that file (and of BASELIB's with
 #           -b): callgrind instructions from heapprof__serve_exit on, and
 #           page faults from its first fault to the process's end (perf
-#           record with DWARF call chains; median of 3)
+#           record with DWARF call chains); medians of 3 runs
 # HEAPPROF_LIB overrides build/libheapprof.so. Profiles go to DIR.
 # -b BASELIB adds a configuration "base": another build of the library
 # (an older commit's), in the same alternating rounds (true and loop).
@@ -188,18 +188,23 @@ if has dump; then
 			/heapprof__serve_exit/ { if (!n) { n = 1; cnt = 1 } }
 			END { print cnt + 0 }'
 	}
-	echo "| cc1 exit dump | instructions | page faults (median of 3) |"
+	echo "| cc1 exit dump | instructions (median of 3) | page faults (median of 3) |"
 	echo "|---|---|---|"
 	dconfs="heapprof"
 	[ -n "$BASE" ] && dconfs="base heapprof"
 	for c in $dconfs; do
 		l=$LIB
 		[ $c = base ] && l=$BASE
-		env LD_PRELOAD="$l" HEAPPROF_OUT="$DIR/prof/d.%p.pb.gz" \
-			valgrind --tool=callgrind --callgrind-out-file="$DIR/dump.$c.cg" \
-			--toggle-collect=heapprof__serve_exit "$CC1" -quiet -O2 "$DIR/gen.c" \
-			-o "$DIR/gen.dump.s" >/dev/null 2>&1
-		ir=$(awk '/^summary:/ {print $2}' "$DIR/dump.$c.cg")
+		# Sampling is random: each run's profile differs (~800 stacks
+		# of cc1 here), so medians of 3 runs.
+		ir=$(for k in 1 2 3; do
+			env LD_PRELOAD="$l" HEAPPROF_OUT="$DIR/prof/d.%p.pb.gz" \
+				valgrind --tool=callgrind \
+				--callgrind-out-file="$DIR/dump.$c.$k.cg" \
+				--toggle-collect=heapprof__serve_exit "$CC1" -quiet -O2 \
+				"$DIR/gen.c" -o "$DIR/gen.dump.s" >/dev/null 2>&1
+			awk '/^summary:/ {print $2}' "$DIR/dump.$c.$k.cg"
+		done | median)
 		pf="(perf missing)"
 		if command -v perf >/dev/null 2>&1; then
 			pf=$( (dump_faults "$l"; dump_faults "$l"; dump_faults "$l") | median)
