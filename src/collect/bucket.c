@@ -7,10 +7,12 @@
  * agrees with pprof.
  *
  * An open-addressing hash table of bucket pointers (linear probing),
- * mapped by the first sample with 4096 slots and replaced by one four
- * times larger when half full: a process with a hundred stacks touches a
- * few pages of it, not a page per stack (each is a page fault, ~12 us on
- * the VMs measured; a fixed 2^18-head table cost cc1 ~100 faults).
+ * mapped by the first sample with 256 slots (one page) and replaced by
+ * one four times larger when half full: a process with a few dozen stacks
+ * (most of a build's) touches one page of it, one with a thousand five,
+ * not a page per stack (each is a page fault, ~12 us on the VMs measured;
+ * a fixed 2^18-head table cost cc1 ~100 faults, a first table of 4,096
+ * slots, 9 pages, ~8 in a process with 20 stacks).
  * Lookups are lock-free: a slot is written once, with a release store,
  * and read with an acquire load; buckets are never freed (stacks of a
  * running process are few and long-lived; Go keeps its buckets forever
@@ -40,7 +42,7 @@
 
 #include "collect.h"
 
-#define SLOTS_FIRST ((size_t)1 << 12)
+#define SLOTS_FIRST ((size_t)1 << 8) /* 2 KiB and the header: one page */
 
 typedef struct table {
 	size_t mask;                 /* slots - 1 (a power of two, minus 1) */
