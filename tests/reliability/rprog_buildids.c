@@ -1,0 +1,95 @@
+/*
+ * rprog_buildids.c: what the exit dump reads to find build ids
+ * (rel_buildids.sh).
+ *   rprog_buildids marker   dlopens libresolv (no allocation of ours lands
+ *                           there), allocates, tries to open the path
+ *                           /nonexistent/heapprof-exit-marker (a mark in
+ *                           strace's output: what follows is the exit),
+ *                           exits.
+ *   rprog_buildids forkheld a thread holds the loader's lock (inside a
+ *                           dl_iterate_phdr callback) while main forks; the
+ *                           child allocates and exits (its exit dump must
+ *                           not wait for that lock: the thread holding it
+ *                           does not exist in the child); the parent
+ *                           releases the thread, reaps the child, exits
+ *                           with its status.
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void *keep[64];
+
+static void
+allocate(void)
+{
+	for (int i = 0; i < 64; i++)
+		keep[i] = malloc(100 + (size_t)i * 16);
+}
+
+static _Atomic int holding, release_it;
+
+static int
+hold(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info, (void)size, (void)arg;
+	atomic_store(&holding, 1);
+	while (!atomic_load(&release_it))
+		usleep(1000);
+	return 1; /* the first object only */
+}
+
+static void *
+holder(void *arg)
+{
+	(void)arg;
+	dl_iterate_phdr(hold, NULL);
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc == 2 && !strcmp(argv[1], "marker")) {
+		void *h = dlopen("libresolv.so.2", RTLD_NOW | RTLD_LOCAL);
+		if (!h) {
+			fprintf(stderr, "dlopen libresolv.so.2: %s\n", dlerror());
+			return 2;
+		}
+		allocate();
+		int fd = open("/nonexistent/heapprof-exit-marker", O_RDONLY);
+		if (fd >= 0)
+			close(fd);
+		printf("ok\n");
+		fflush(stdout);
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "forkheld")) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, holder, NULL))
+			return 2;
+		while (!atomic_load(&holding))
+			usleep(1000);
+		pid_t pid = fork();
+		if (pid == 0) {
+			allocate();
+			exit(0); /* the exit dump */
+		}
+		atomic_store(&release_it, 1);
+		pthread_join(t, NULL);
+		int st = 0;
+		if (pid < 0 || waitpid(pid, &st, 0) != pid)
+			return 3;
+		printf("child %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128);
+		return WIFEXITED(st) ? WEXITSTATUS(st) : 4;
+	}
+	fprintf(stderr, "usage: rprog_buildids marker|forkheld\n");
+	return 2;
+}
