@@ -22,11 +22,15 @@
  * The loader's lock, taken by dl_iterate_phdr, is what keeps another
  * thread's dlclose from unmapping an object while its notes are read. It
  * is a recursive mutex that glibc (2.36) does not reset in a fork child,
- * so the caller (snapshot.c) does not come here in a fork child (another
- * thread may have held it at the fork) nor in the profiler's own signal
- * handlers (the interrupted code may be in the middle of taking it); the
- * files are read there, as before. The callback allocates nothing and
- * takes no lock.
+ * so the caller (snapshot.c) does not take it in a fork child (another
+ * thread may have held it at the fork: rel_buildids.sh hung so) nor in
+ * the profiler's own signal handlers and _exit (the interrupted code may
+ * be in the middle of taking it). There, a process with one thread uses
+ * heapprof__loaded_ids_unlocked: the same walk from each file's first
+ * mapping (its ELF header) as /proc/self/maps shows it, no loader state
+ * and no lock; nothing can unmap it meanwhile. With more threads the
+ * files are read, as before. The callback allocates nothing and takes no
+ * lock.
  */
 #include <link.h>
 #include <string.h>
@@ -62,14 +66,15 @@ belongs(const struct dl_phdr_info *info, const heapprof_maps_entry *e,
 
 /* Whether the note segment ph of the object is readable in memory and
  * holds the file's bytes: one mapping of the same file as `exec` covers
- * it, readable, from the segment's file offset. */
+ * it, readable and not writable, from the segment's file offset. */
 static int
 note_mapped(const struct walk *w, const struct dl_phdr_info *info,
             const ElfW(Phdr) *ph, const heapprof_maps_entry *exec)
 {
 	uint64_t at = (uint64_t)info->dlpi_addr + ph->p_vaddr;
 	const heapprof_maps_entry *e = heapprof__maps_find(w->all, at);
-	return e && (e->perms & HEAPPROF_MAP_R) && e->path[0] == '/' &&
+	return e && (e->perms & HEAPPROF_MAP_R) &&
+	       !(e->perms & HEAPPROF_MAP_W) && e->path[0] == '/' &&
 	       e->inode == exec->inode && e->dev_major == exec->dev_major &&
 	       e->dev_minor == exec->dev_minor &&
 	       ph->p_filesz <= e->limit - at &&
@@ -122,6 +127,72 @@ on_object(struct dl_phdr_info *info, size_t size, void *arg)
 		w->found++;
 	}
 	return w->found == w->n; /* all found: stop */
+}
+
+/* The mapping of offset 0 of e's file (device and inode) nearest below
+ * e, readable and not writable, where an ELF header is: the object's
+ * first page, mapped by the loader. */
+static const heapprof_maps_entry *
+header_of(const heapprof_maps *all, const heapprof_maps_entry *e)
+{
+	const heapprof_maps_entry *h = NULL;
+	for (size_t i = 0; i < all->n && all->v[i].start <= e->start; i++) {
+		const heapprof_maps_entry *c = &all->v[i];
+		if (c->offset == 0 && c->inode == e->inode &&
+		    c->dev_major == e->dev_major && c->dev_minor == e->dev_minor &&
+		    (c->perms & HEAPPROF_MAP_R) && !(c->perms & HEAPPROF_MAP_W))
+			h = c;
+	}
+	return h;
+}
+
+/* The object whose ELF header is at h->start, as dl_iterate_phdr would
+ * describe it: its program headers (inside h) and its load bias (h maps
+ * the PT_LOAD of file offset 0). 0 if h holds no such header. */
+static int
+object_at(const heapprof_maps_entry *h, struct dl_phdr_info *info,
+          uint64_t page)
+{
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)(uintptr_t)h->start;
+	uint64_t room = h->limit - h->start;
+	if (room < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh->e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64
+	                                                   : ELFCLASS32) ||
+	    eh->e_phentsize != sizeof(ElfW(Phdr)) || eh->e_phnum == 0 ||
+	    eh->e_phnum == PN_XNUM || eh->e_phoff > room ||
+	    (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) > room - eh->e_phoff)
+		return 0;
+	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(h->start + eh->e_phoff);
+	for (size_t i = 0; i < eh->e_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD || ph[i].p_offset >= page)
+			continue;
+		memset(info, 0, sizeof(*info));
+		info->dlpi_addr = (ElfW(Addr))(h->start -
+		                               (ph[i].p_vaddr & ~(page - 1)));
+		info->dlpi_phdr = ph;
+		info->dlpi_phnum = eh->e_phnum;
+		return 1;
+	}
+	return 0;
+}
+
+size_t
+heapprof__loaded_ids_unlocked(const heapprof_maps *all, hp_loaded_id *v,
+                              size_t n)
+{
+	struct walk w = {all, v, n, 0, (uint64_t)getpagesize()};
+	for (size_t i = 0; i < n; i++)
+		v[i].hex[0] = '\0';
+	for (size_t i = 0; i < n && w.found < n; i++) {
+		const heapprof_maps_entry *e = v[i].map;
+		if (v[i].hex[0] || e->path[0] != '/')
+			continue;
+		const heapprof_maps_entry *h = header_of(all, e);
+		struct dl_phdr_info info;
+		if (h && object_at(h, &info, w.page))
+			on_object(&info, sizeof(info), &w);
+	}
+	return w.found;
 }
 
 size_t

@@ -31,4 +31,12 @@ typedef struct hp_loaded_id {
 size_t heapprof__loaded_ids(const heapprof_maps *all, hp_loaded_id *v,
                             size_t n);
 
+/* The same without the loader: each object's ELF header and program
+ * headers are read where `all` shows its file's offset 0 mapped. Takes no
+ * lock, so it may run anywhere, but nothing keeps another thread from
+ * unmapping what it reads: only for a process with one thread. Also finds
+ * ELF files the program mapped itself. */
+size_t heapprof__loaded_ids_unlocked(const heapprof_maps *all,
+                                     hp_loaded_id *v, size_t n);
+
 #endif

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "collect.h"
 #include "dwarf_sym.h"
@@ -125,14 +126,19 @@ announce_pcs(const heapprof_record *recs, size_t n,
 	free(ms);
 }
 
-/* Whether this dump may read build ids from memory (loaded_ids.c): not
- * in a fork child, where the loader's lock may be held by a thread that
- * is gone, nor in one of the profiler's signal handlers, which may have
- * interrupted this thread in the middle of taking it. */
+/* How this dump reads the build ids of loaded objects (loaded_ids.c):
+ * 1 under the loader's lock; not in a fork child, where it may be held by
+ * a thread that is gone, nor in one of the profiler's signal handlers or
+ * _exit, which may have interrupted this thread in the middle of taking
+ * it. There 2, without the lock, if this is the process's only thread
+ * (the nlink of /proc/self/task is 2 + threads), else 0: the files. */
 static int
-ids_from_memory(void)
+ids_mode(void)
 {
-	return !heapprof__in_handler && (long)getpid() == heapprof__init_pid;
+	if (!heapprof__in_handler && (long)getpid() == heapprof__init_pid)
+		return 1;
+	struct stat st;
+	return stat("/proc/self/task", &st) == 0 && st.st_nlink == 3 ? 2 : 0;
 }
 
 /* The executable mappings (`ids`: their build ids read in memory, freed
@@ -152,12 +158,16 @@ collect_mappings(heapprof_maps *maps, heapprof_mapping **out, size_t *n,
 	heapprof_mapping *m = calloc(nx + 1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	hp_loaded_id *li = ids_from_memory() ? calloc(nx + 1, sizeof(*li)) : NULL;
+	int mode = ids_mode();
+	hp_loaded_id *li = mode ? calloc(nx + 1, sizeof(*li)) : NULL;
 	if (li) {
 		for (size_t i = 0, k = 0; i < maps->n; i++)
 			if (maps->v[i].perms & HEAPPROF_MAP_X)
 				li[k++].map = &maps->v[i];
-		heapprof__loaded_ids(maps, li, nx);
+		if (mode == 1)
+			heapprof__loaded_ids(maps, li, nx);
+		else
+			heapprof__loaded_ids_unlocked(maps, li, nx);
 	}
 	char exe[4096];
 	ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);

@@ -1,21 +1,26 @@
 #!/bin/sh
 # Build ids at the exit dump (issue 15): loaded objects' ids are read from
 # their notes in memory (src/collect/loaded_ids.c), not by opening every
-# mapped file. Program rprog_buildids.c.
-#   rel.buildids.no_open_at_exit   under strace, after the program's mark
-#       (its failed open of /nonexistent/heapprof-exit-marker), the exit
-#       dump opens neither libresolv (dlopen'd, no allocation there) nor
-#       libheapprof.so: no PC of the profile lies in them, so only a
+# mapped file. Program rprog_buildids.c. HOW is the way the program ends:
+# "ret" (return from main: the atexit dump, under the loader's lock),
+# "_exit" and "term" (SIGTERM, the ending handler: both without the lock,
+# the process having one thread).
+#   rel.buildids.HOW.no_open_at_exit   under strace, after the program's
+#       mark (its failed open of /nonexistent/heapprof-exit-marker), the
+#       exit dump opens neither libresolv (dlopen'd, no allocation there)
+#       nor libheapprof.so: no PC of the profile lies in them, so only a
 #       build-id read would open them; and the files it symbolizes (the
 #       program, libc, ld.so) once each, not once more for their ids
 #       (before: libresolv and the profiler once, the others twice).
-#   rel.buildids.same_as_readelf   every mapping of the exit profile that
-#       is a file with a GNU build id carries that id (readelf -n), and
-#       the program, libc, ld.so and libresolv have one.
-#   rel.buildids.fork_child_lock_held   a fork child whose parent had a
-#       thread inside dl_iterate_phdr (the loader's lock, never released in
-#       the child) writes its exit profile, with ids, and exits: a child's
-#       dump must not take that lock.
+#   rel.buildids.HOW.same_as_readelf   every mapping of the exit profile
+#       that is a file with a GNU build id carries that id (readelf -n),
+#       and the program, libc, ld.so and libresolv have one.
+#   rel.buildids.fork_child_lock_held.{exit,_exit}   a fork child whose
+#       parent had a thread inside dl_iterate_phdr (the loader's lock,
+#       never released in the child: glibc does not reset it) writes its
+#       exit profile, with the files' ids, and exits; libheapprof.so (no
+#       PC) is never opened for its id. A child's dump must not take that
+#       lock (it hung there when it did).
 . "$(dirname "$0")/lib.sh"
 need_lib rel.buildids
 oracle_tmpdir
@@ -33,78 +38,101 @@ check_ids() {
 	done
 }
 
-# --- no build-id opens at exit
+STRACE=1
 if ! command -v strace >/dev/null 2>&1; then
-	skip rel.buildids.no_open_at_exit "strace not installed"
+	STRACE=0 why="strace not installed"
 elif ! strace -f -o /dev/null true >/dev/null 2>&1; then
-	skip rel.buildids.no_open_at_exit "strace cannot trace here (ptrace refused)"
-else
-	d=$TMPD/strace; mkdir -p "$d"
-	run_t rel.buildids.no_open_at_exit 120 env HEAPPROF_RATE=1 \
-		HEAPPROF_OUT="$d/p.pb.gz" LD_PRELOAD="$LIB" \
-		strace -f -o "$d/trace" -e trace=openat,open "$P" marker \
-		>"$d/out" 2>"$d/err"
-	rc=$RC
-	after=$(sed -n '/heapprof-exit-marker/,$p' "$d/trace" | grep -v ENOENT)
-	# No PC in libresolv nor in the profiler: never opened. The program,
-	# libc and ld.so (dlopen's allocations) are symbolized: once each.
-	opens=$(printf '%s\n' "$after" | grep -E 'libresolv|libheapprof')
-	for f in rprog_buildids '/libc\.so' ld-linux; do
-		[ "$(printf '%s\n' "$after" | grep -c "$f")" -le 1 ] ||
-			opens="$opens $(printf '%s\n' "$after" | grep "$f")"
-	done
-	if [ $rc -ne 0 ] || [ ! -s "$d/p.pb.gz" ] || [ -z "$after" ]; then
-		fail rel.buildids.no_open_at_exit "status $rc, profile $(ls "$d" | tr '\n' ' '), $(head -c 200 "$d/err")"
-	elif [ -n "$opens" ]; then
-		fail rel.buildids.no_open_at_exit "opened at exit: $(printf '%s' "$opens" | tr '\n' ' ' | cut -c1-400)"
-	else
-		pass rel.buildids.no_open_at_exit
-	fi
+	STRACE=0 why="strace cannot trace here (ptrace refused)"
 fi
+READELF=1
+command -v readelf >/dev/null 2>&1 || READELF=0
 
-# --- the same ids as the files'
-if ! command -v readelf >/dev/null 2>&1; then
-	skip rel.buildids.same_as_readelf "readelf not installed"
-else
-	d=$TMPD/ids; mkdir -p "$d"
-	run_t rel.buildids.same_as_readelf 60 env HEAPPROF_RATE=1 \
-		HEAPPROF_OUT="$d/p.pb.gz" LD_PRELOAD="$LIB" "$P" marker \
+for how in ret _exit term; do
+	want_rc=0
+	[ $how = term ] && want_rc=143
+	# --- no build-id opens at exit
+	n=rel.buildids.$how.no_open_at_exit
+	if [ $STRACE = 0 ]; then
+		skip $n "$why"
+	else
+		d=$TMPD/strace.$how; mkdir -p "$d"
+		run_t $n 120 env HEAPPROF_RATE=1 HEAPPROF_OUT="$d/p.pb.gz" \
+			strace -f -E LD_PRELOAD="$LIB" -o "$d/trace" \
+			-e trace=openat,open "$P" marker $how >"$d/out" 2>"$d/err"
+		rc=$RC
+		after=$(sed -n '/heapprof-exit-marker/,$p' "$d/trace" | grep -v ENOENT)
+		# No PC in libresolv nor in the profiler: never opened. The
+		# program, libc and ld.so (dlopen's allocations) are
+		# symbolized: once each.
+		opens=$(printf '%s\n' "$after" | grep -E 'libresolv|libheapprof')
+		for f in rprog_buildids '/libc\.so' ld-linux; do
+			[ "$(printf '%s\n' "$after" | grep -c "$f")" -le 1 ] ||
+				opens="$opens $(printf '%s\n' "$after" | grep "$f")"
+		done
+		if [ $rc -ne $want_rc ] || [ ! -s "$d/p.pb.gz" ] || [ -z "$after" ]; then
+			fail $n "status $rc, profile $(ls "$d" | tr '\n' ' '), $(head -c 200 "$d/err")"
+		elif [ -n "$opens" ]; then
+			fail $n "opened at exit: $(printf '%s' "$opens" | tr '\n' ' ' | cut -c1-400)"
+		else
+			pass $n
+		fi
+	fi
+
+	# --- the same ids as the files'
+	n=rel.buildids.$how.same_as_readelf
+	if [ $READELF = 0 ]; then
+		skip $n "readelf not installed"
+		continue
+	fi
+	d=$TMPD/ids.$how; mkdir -p "$d"
+	run_t $n 60 env HEAPPROF_RATE=1 \
+		HEAPPROF_OUT="$d/p.pb.gz" LD_PRELOAD="$LIB" "$P" marker $how \
 		>"$d/out" 2>"$d/err"
-	if [ $RC -ne 0 ] || [ ! -s "$d/p.pb.gz" ]; then
-		fail rel.buildids.same_as_readelf "status $RC: $(head -c 200 "$d/err")"
+	if [ $RC -ne $want_rc ] || [ ! -s "$d/p.pb.gz" ]; then
+		fail $n "status $RC: $(head -c 200 "$d/err")"
 	else
 		bad=$(check_ids "$d/p.pb.gz")
 		have=$($MAPIDS "$d/p.pb.gz" | grep -E 'rprog_buildids|/libc\.so|ld-linux|libresolv' | grep -vc ' -$')
 		if [ -n "$bad" ] || [ "$have" -lt 4 ]; then
-			fail rel.buildids.same_as_readelf "$have of 4 with ids; $(printf '%s' "$bad" | tr '\n' ';' | cut -c1-400)"
+			fail $n "$have of 4 with ids; $(printf '%s' "$bad" | tr '\n' ';' | cut -c1-400)"
 		else
-			pass rel.buildids.same_as_readelf
+			pass $n
 		fi
 	fi
-fi
+done
 
 # --- a fork child whose parent held the loader's lock. HEAPPROF_SIGNAL
 # loads libz and libm at start-up: the child's first encoding would
 # otherwise dlopen them, which waits for that lock too (not this test's
 # subject).
-d=$TMPD/fork; mkdir -p "$d"
-run_td rel.buildids.fork_child_lock_held 60 env HEAPPROF_RATE=1 \
-	HEAPPROF_SIGNAL=USR2 HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" \
-	"$P" forkheld >"$d/out" 2>"$d/err"
-rc=$RC
-n=$(ls "$d" | grep -c '^p\..*\.pb\.gz$')
-if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-	: # run_td said so
-elif [ $rc -ne 0 ] || [ "$n" -ne 2 ]; then
-	fail rel.buildids.fork_child_lock_held "status $rc, $n profiles: $(cat "$d/out") $(head -c 200 "$d/err")"
-else
-	bad=""
-	for f in "$d"/p.*.pb.gz; do
-		bad="$bad$(check_ids "$f")"
-	done
-	if [ -n "$bad" ]; then
-		fail rel.buildids.fork_child_lock_held "ids: $(printf '%s' "$bad" | cut -c1-300)"
+for how in exit _exit; do
+	n=rel.buildids.fork_child_lock_held.$how
+	d=$TMPD/fork.$how; mkdir -p "$d"
+	# under strace if there is one (LD_PRELOAD for the program only)
+	if [ $STRACE = 1 ]; then
+		tr="strace -f -E LD_PRELOAD=$LIB -o $d/trace -e trace=openat,open"
 	else
-		pass rel.buildids.fork_child_lock_held
+		tr="env LD_PRELOAD=$LIB"
 	fi
-fi
+	run_td $n 60 env HEAPPROF_RATE=1 \
+		HEAPPROF_SIGNAL=USR2 HEAPPROF_OUT="$d/p.%p.pb.gz" \
+		$tr "$P" forkheld $how >"$d/out" 2>"$d/err"
+	rc=$RC
+	np=$(ls "$d" | grep -c '^p\..*\.pb\.gz$')
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		: # run_td said so
+	elif [ $rc -ne 0 ] || [ "$np" -ne 2 ]; then
+		fail $n "status $rc, $np profiles: $(cat "$d/out") $(head -c 200 "$d/err")"
+	else
+		bad=""
+		for f in "$d"/p.*.pb.gz; do
+			bad="$bad$(check_ids "$f")"
+		done
+		[ $STRACE = 1 ] && bad="$bad$(grep 'libheapprof[^"]*", O_RDONLY|O_NONBLOCK' "$d/trace")"
+		if [ -n "$bad" ]; then
+			fail $n "$(printf '%s' "$bad" | tr '\n' ' ' | cut -c1-300)"
+		else
+			pass $n
+		fi
+	fi
+done

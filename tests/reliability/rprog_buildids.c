@@ -1,23 +1,26 @@
 /*
  * rprog_buildids.c: what the exit dump reads to find build ids
  * (rel_buildids.sh).
- *   rprog_buildids marker   dlopens libresolv (no allocation of ours lands
- *                           there), allocates, tries to open the path
+ *   rprog_buildids marker [HOW]  dlopens libresolv (no allocation of ours
+ *                           lands there), allocates, tries to open the path
  *                           /nonexistent/heapprof-exit-marker (a mark in
  *                           strace's output: what follows is the exit),
- *                           exits.
- *   rprog_buildids forkheld a thread holds the loader's lock (inside a
- *                           dl_iterate_phdr callback) while main forks; the
- *                           child allocates and exits (its exit dump must
- *                           not wait for that lock: the thread holding it
- *                           does not exist in the child); the parent
- *                           releases the thread, reaps the child, exits
- *                           with its status.
+ *                           returns from main, or HOW: "_exit" calls
+ *                           _exit(0), "term" raises SIGTERM (the profiler's
+ *                           ending handler writes the profile).
+ *   rprog_buildids forkheld [_exit]  a thread holds the loader's lock
+ *                           (inside a dl_iterate_phdr callback) while main
+ *                           forks; the child allocates and exits (exit, or
+ *                           _exit): its exit dump must not wait for that
+ *                           lock, whose holder does not exist in the child.
+ *                           The parent releases the thread, reaps the
+ *                           child, exits with its status.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +60,8 @@ holder(void *arg)
 int
 main(int argc, char **argv)
 {
-	if (argc == 2 && !strcmp(argv[1], "marker")) {
+	const char *how = argc == 3 ? argv[2] : "";
+	if ((argc == 2 || argc == 3) && !strcmp(argv[1], "marker")) {
 		void *h = dlopen("libresolv.so.2", RTLD_NOW | RTLD_LOCAL);
 		if (!h) {
 			fprintf(stderr, "dlopen libresolv.so.2: %s\n", dlerror());
@@ -69,9 +73,13 @@ main(int argc, char **argv)
 			close(fd);
 		printf("ok\n");
 		fflush(stdout);
+		if (!strcmp(how, "_exit"))
+			_exit(0);
+		if (!strcmp(how, "term"))
+			raise(SIGTERM);
 		return 0;
 	}
-	if (argc == 2 && !strcmp(argv[1], "forkheld")) {
+	if ((argc == 2 || argc == 3) && !strcmp(argv[1], "forkheld")) {
 		pthread_t t;
 		if (pthread_create(&t, NULL, holder, NULL))
 			return 2;
@@ -80,6 +88,8 @@ main(int argc, char **argv)
 		pid_t pid = fork();
 		if (pid == 0) {
 			allocate();
+			if (!strcmp(how, "_exit"))
+				_exit(0);
 			exit(0); /* the exit dump */
 		}
 		atomic_store(&release_it, 1);
@@ -90,6 +100,6 @@ main(int argc, char **argv)
 		printf("child %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128);
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 4;
 	}
-	fprintf(stderr, "usage: rprog_buildids marker|forkheld\n");
+	fprintf(stderr, "usage: rprog_buildids marker|forkheld [_exit|term]\n");
 	return 2;
 }

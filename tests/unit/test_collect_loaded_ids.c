@@ -3,9 +3,10 @@
  * loaded_ids.c) against the file reader's (heapprof__elf_build_id, the
  * oracle): every executable file mapping of this process that belongs to
  * a loaded object (the test program, ld.so, libc, libz, libm, ...) and a
- * library dlopen'd at run time get the file's id; a file this process maps
- * PROT_EXEC itself, and everything after dlclose, are left to the file
- * reader.
+ * library dlopen'd at run time get the file's id, by both walks (the
+ * loader's, and the one from each file's first mapping, without the
+ * loader); a file this process maps PROT_EXEC itself is left to the file
+ * reader by the first, read in memory by the second.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -31,7 +32,7 @@ typedef struct ids {
 } ids;
 
 static int
-read_ids(ids *x)
+read_ids(ids *x, int unlocked)
 {
 	memset(x, 0, sizeof(*x));
 	int rc = heapprof__maps_read_self(&x->maps);
@@ -43,7 +44,8 @@ read_ids(ids *x)
 	for (size_t i = 0; i < x->maps.n; i++)
 		if (x->maps.v[i].perms & HEAPPROF_MAP_X)
 			x->v[x->n++].map = &x->maps.v[i];
-	x->found = heapprof__loaded_ids(&x->maps, x->v, x->n);
+	x->found = unlocked ? heapprof__loaded_ids_unlocked(&x->maps, x->v, x->n)
+	                    : heapprof__loaded_ids(&x->maps, x->v, x->n);
 	return 0;
 }
 
@@ -94,10 +96,11 @@ check_all(const ids *x, size_t expect_left)
 	CHECK_EQ(x->found, files - left);
 }
 
-TEST(every_loaded_object_has_its_files_id)
+static void
+every_loaded_object(int unlocked)
 {
 	ids x;
-	REQUIRE_OK(read_ids(&x));
+	REQUIRE_OK(read_ids(&x, unlocked));
 	check_all(&x, 0);
 	/* The main program (its name in the loader's list is ""), ld.so (a
 	 * symlinked path) and libc. */
@@ -113,12 +116,23 @@ TEST(every_loaded_object_has_its_files_id)
 	free_ids(&x);
 }
 
-TEST(a_library_dlopened_at_run_time)
+TEST(every_loaded_object_has_its_files_id)
+{
+	every_loaded_object(0);
+}
+
+TEST(every_loaded_object_has_its_files_id_unlocked)
+{
+	every_loaded_object(1);
+}
+
+static void
+dlopened(int unlocked)
 {
 	void *h = dlopen("libresolv.so.2", RTLD_NOW | RTLD_LOCAL);
 	REQUIRE(h);
 	ids x;
-	REQUIRE_OK(read_ids(&x));
+	REQUIRE_OK(read_ids(&x, unlocked));
 	check_all(&x, 0);
 	const char *r = id_of(&x, "/libresolv.so", 0);
 	CHECK(r && r[0]);
@@ -126,13 +140,25 @@ TEST(a_library_dlopened_at_run_time)
 	dlclose(h);
 }
 
+TEST(a_library_dlopened_at_run_time)
+{
+	dlopened(0);
+}
+
+TEST(a_library_dlopened_at_run_time_unlocked)
+{
+	dlopened(1);
+}
+
 /* libc's file mapped PROT_EXEC by the program: the same file (device and
- * inode) as a loaded object, at another address: not a loaded object's
- * mapping, so it is left to the file reader. */
-TEST(a_file_the_program_maps_itself_is_left_to_the_file)
+ * inode) as a loaded object, at another address. Not a loaded object's
+ * mapping: the loader's walk leaves it to the file reader; the walk from
+ * each file's first mapping reads its header there, the file's id. */
+static void
+mapped_by_the_program(int unlocked)
 {
 	ids x;
-	REQUIRE_OK(read_ids(&x));
+	REQUIRE_OK(read_ids(&x, unlocked));
 	const char *libc = NULL;
 	for (size_t i = 0; i < x.n; i++)
 		if (strstr(x.v[i].map->path, "/libc.so"))
@@ -145,19 +171,37 @@ TEST(a_file_the_program_maps_itself_is_left_to_the_file)
 	close(fd);
 	free_ids(&x);
 	REQUIRE(p != MAP_FAILED);
-	REQUIRE_OK(read_ids(&x));
-	const char *mine = id_of(&x, "/libc.so", (uint64_t)(uintptr_t)p);
-	CHECK(mine && !mine[0]);
-	check_all(&x, 1);
+	REQUIRE_OK(read_ids(&x, unlocked));
+	const char *mine = id_of(&x, "/libc.so", (uint64_t)(uintptr_t)p),
+		   *loaded = id_of(&x, "/libc.so", 0);
+	CHECK(mine && loaded);
+	if (mine && loaded && unlocked)
+		CHECK_STR(mine, loaded);
+	else if (mine)
+		CHECK(!mine[0]);
+	check_all(&x, unlocked ? 0 : 1);
 	free_ids(&x);
 	munmap(p, len);
+}
+
+TEST(a_file_the_program_maps_itself_is_left_to_the_file)
+{
+	mapped_by_the_program(0);
+}
+
+TEST(a_file_the_program_maps_itself_unlocked)
+{
+	mapped_by_the_program(1);
 }
 
 int
 main(void)
 {
 	RUN(every_loaded_object_has_its_files_id);
+	RUN(every_loaded_object_has_its_files_id_unlocked);
 	RUN(a_library_dlopened_at_run_time);
+	RUN(a_library_dlopened_at_run_time_unlocked);
 	RUN(a_file_the_program_maps_itself_is_left_to_the_file);
+	RUN(a_file_the_program_maps_itself_unlocked);
 	TEST_MAIN_END();
 }
