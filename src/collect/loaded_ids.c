@@ -20,17 +20,18 @@
  * answer than the file's.
  *
  * The loader's lock, taken by dl_iterate_phdr, is what keeps another
- * thread's dlclose from unmapping an object while its notes are read. It
- * is a recursive mutex that glibc (2.36) does not reset in a fork child,
- * so the caller (snapshot.c) does not take it in a fork child (another
- * thread may have held it at the fork: rel_buildids.sh hung so) nor in
- * the profiler's own signal handlers and _exit (the interrupted code may
- * be in the middle of taking it). There, a process with one thread uses
+ * thread's dlclose from unmapping an object while its notes are read. But
+ * it is a recursive mutex that glibc (2.36) does not reset in a fork
+ * child (a thread that held it at the fork never releases it there:
+ * rel_buildids.sh hung so), and a signal handler may interrupt its own
+ * thread in the middle of taking or releasing it. So a process with one
+ * thread, where nothing can unmap an object meanwhile, uses
  * heapprof__loaded_ids_unlocked: the same walk from each file's first
- * mapping (its ELF header) as /proc/self/maps shows it, no loader state
- * and no lock; nothing can unmap it meanwhile. With more threads the
- * files are read, as before. The callback allocates nothing and takes no
- * lock.
+ * mapping (its ELF header) as /proc/self/maps shows it, no loader state,
+ * no lock. With more threads the caller (snapshot.c) takes the lock, but
+ * not in a fork child nor in the profiler's own signal handlers and
+ * _exit: the files are read there, as before. The callback allocates
+ * nothing and takes no lock.
  */
 #include <link.h>
 #include <string.h>

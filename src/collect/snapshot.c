@@ -126,19 +126,21 @@ announce_pcs(const heapprof_record *recs, size_t n,
 	free(ms);
 }
 
-/* How this dump reads the build ids of loaded objects (loaded_ids.c):
- * 1 under the loader's lock; not in a fork child, where it may be held by
- * a thread that is gone, nor in one of the profiler's signal handlers or
- * _exit, which may have interrupted this thread in the middle of taking
- * it. There 2, without the lock, if this is the process's only thread
- * (the nlink of /proc/self/task is 2 + threads), else 0: the files. */
+/* How this dump reads the build ids of loaded objects (loaded_ids.c).
+ * A process with one thread (the nlink of /proc/self/task is 2 + its
+ * threads): 2, without the loader's lock, since nothing can unmap what is
+ * read, and a signal handler that calls exit() may have interrupted this
+ * thread in the middle of taking that lock. Otherwise 1, under the lock;
+ * but not in a fork child, where a thread that is gone may hold it, nor
+ * in one of the profiler's signal handlers or _exit (see above): there
+ * 0, the files. */
 static int
 ids_mode(void)
 {
-	if (!heapprof__in_handler && (long)getpid() == heapprof__init_pid)
-		return 1;
 	struct stat st;
-	return stat("/proc/self/task", &st) == 0 && st.st_nlink == 3 ? 2 : 0;
+	if (stat("/proc/self/task", &st) == 0 && st.st_nlink == 3)
+		return 2;
+	return !heapprof__in_handler && (long)getpid() == heapprof__init_pid;
 }
 
 /* The executable mappings (`ids`: their build ids read in memory, freed

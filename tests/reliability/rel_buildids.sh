@@ -2,9 +2,10 @@
 # Build ids at the exit dump (issue 15): loaded objects' ids are read from
 # their notes in memory (src/collect/loaded_ids.c), not by opening every
 # mapped file. Program rprog_buildids.c. HOW is the way the program ends:
-# "ret" (return from main: the atexit dump, under the loader's lock),
-# "_exit" and "term" (SIGTERM, the ending handler: both without the lock,
-# the process having one thread).
+# "ret" (return from main: the atexit dump), "_exit", "term" (SIGTERM, the
+# ending handler): all three without the loader's lock, the process having
+# one thread; "thread" (return from main with a second thread running:
+# under the loader's lock, dl_iterate_phdr).
 #   rel.buildids.HOW.no_open_at_exit   under strace, after the program's
 #       mark (its failed open of /nonexistent/heapprof-exit-marker), the
 #       exit dump opens neither libresolv (dlopen'd, no allocation there)
@@ -47,7 +48,7 @@ fi
 READELF=1
 command -v readelf >/dev/null 2>&1 || READELF=0
 
-for how in ret _exit term; do
+for how in ret _exit term thread; do
 	want_rc=0
 	[ $how = term ] && want_rc=143
 	# --- no build-id opens at exit

@@ -7,7 +7,8 @@
  *                           strace's output: what follows is the exit),
  *                           returns from main, or HOW: "_exit" calls
  *                           _exit(0), "term" raises SIGTERM (the profiler's
- *                           ending handler writes the profile).
+ *                           ending handler writes the profile), "thread"
+ *                           returns with a second thread still running.
  *   rprog_buildids forkheld [_exit]  a thread holds the loader's lock
  *                           (inside a dl_iterate_phdr callback) while main
  *                           forks; the child allocates and exits (exit, or
@@ -50,6 +51,15 @@ hold(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 static void *
+idle(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static void *
 holder(void *arg)
 {
 	(void)arg;
@@ -68,6 +78,9 @@ main(int argc, char **argv)
 			return 2;
 		}
 		allocate();
+		pthread_t t;
+		if (!strcmp(how, "thread") && pthread_create(&t, NULL, idle, NULL))
+			return 2;
 		int fd = open("/nonexistent/heapprof-exit-marker", O_RDONLY);
 		if (fd >= 0)
 			close(fd);
@@ -100,6 +113,6 @@ main(int argc, char **argv)
 		printf("child %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128);
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 4;
 	}
-	fprintf(stderr, "usage: rprog_buildids marker|forkheld [_exit|term]\n");
+	fprintf(stderr, "usage: rprog_buildids marker|forkheld [_exit|term|thread]\n");
 	return 2;
 }
