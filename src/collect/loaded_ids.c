@@ -161,6 +161,7 @@ object_at(const heapprof_maps_entry *h, struct dl_phdr_info *info,
 	                                                   : ELFCLASS32) ||
 	    eh->e_phentsize != sizeof(ElfW(Phdr)) || eh->e_phnum == 0 ||
 	    eh->e_phnum == PN_XNUM || eh->e_phoff > room ||
+	    eh->e_phoff % _Alignof(ElfW(Phdr)) != 0 ||
 	    (uint64_t)eh->e_phnum * sizeof(ElfW(Phdr)) > room - eh->e_phoff)
 		return 0;
 	const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(h->start + eh->e_phoff);
