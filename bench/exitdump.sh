@@ -15,6 +15,9 @@
 #   syscalls  `strace -c -f`, HEAPPROF_EXIT=0 and without (one run each)
 #   Ir        callgrind, `--toggle-collect=heapprof__serve_exit`: the
 #             dump's instructions (one run)
+#   dump faults  the faults between heapprof__serve_exit's entry and
+#             return (gdb, bench/dumpfaults.py), RUNS runs: each, median
+#             (gdb, if installed)
 # Sampling is random at the default rate: a single run's dump varies.
 set -u
 cd "$(dirname "$0")/.." || exit 2
@@ -26,11 +29,11 @@ while getopts n:r:f: opt; do
 	n) RUNS=$OPTARG ;;
 	r) RATE=$OPTARG ;;
 	f) FILE=$OPTARG ;;
-	*) sed -n '2,20p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,23p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 1 ] || { sed -n '2,20p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,23p' "$0" >&2; exit 2; }
 D=$(mktemp -d /tmp/heapprof-exitdump.XXXXXX)
 CC1=$(gcc -### -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc/common \
 	-Isrc/pprof -Isrc/symbols -c "$FILE" -o "$D/x.o" 2>&1 |
@@ -58,5 +61,15 @@ for l in "$@"; do
 		--callgrind-out-file="$D/cg.%p.out"
 	echo "$l dump Ir=$(cat "$D"/cg.*.out | sed -n 's/^summary: //p' | sort -n | tail -1)"
 	rm -f "$D"/cg.*.out
+	command -v gdb >/dev/null 2>&1 || continue
+	i=0 all=""
+	while [ $i -lt "$RUNS" ]; do
+		i=$((i + 1))
+		m=$(eval "env HEAPPROF_OUT=$D/p.%p.pb.gz ${RATE:+HEAPPROF_RATE=$RATE} gdb -q -batch -ex 'set environment LD_PRELOAD $l' -x bench/dumpfaults.py --args $CC1" 2>/dev/null | sed -n 's/^DUMPFAULTS minor=\([0-9]*\).*/\1/p')
+		rm -f "$D"/p.*.pb.gz
+		all="$all $m"
+	done
+	med=$(echo $all | tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+	echo "$l dump faults (gdb):$all; median $med"
 done
 rm -rf "$D"
