@@ -415,8 +415,8 @@ void heapprof__age_split_free(struct heapprof__age_split *s);
 
 /* ------------------------------------------------------------ snapshot.c */
 /* Nonzero while this thread dumps from a signal handler of ours (the dump
- * signal, SIGTERM/SIGINT) or from _exit: the snapshot then reads build ids
- * from the files, never under the loader's lock (loaded_ids.c). */
+ * signal, SIGTERM/SIGINT) or from _exit: the snapshot then never takes the
+ * loader's lock for build ids (snapshot.c's ids_mode, loaded_ids.c). */
 extern HP_HIDDEN __thread int heapprof__in_handler
 	__attribute__((tls_model("initial-exec")));
 

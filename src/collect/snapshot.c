@@ -30,7 +30,8 @@
 
 static heapprof_symcache *symcache; /* dump_lock */
 static heapprof_dwsym *dwsym;       /* dump_lock; HEAPPROF_SYMBOLIZE=dwarf */
-/* Set by this thread around a dump it runs in a signal handler of ours. */
+/* Set by this thread around a dump it runs in a signal handler of ours
+ * or in _exit (collect.h). */
 HP_HIDDEN __thread int heapprof__in_handler
 	__attribute__((tls_model("initial-exec")));
 
