@@ -67,13 +67,13 @@ $(B)/obj/%.o: %.c
 # /bin/true ~60 k instructions of lookups).
 # Nor are libz and libm loaded at start-up (~35 k more): src/so/libs.c
 # loads them before the format code's first call (src/pprof/lazylibs.h).
-# snapshot.c and age_split.c run only in dumps (on the dump stack, the
+# snapshot.c, loaded_ids.c and age_split.c run only in dumps (on the dump stack, the
 # endpoint's thread, or an API caller's stack, which the encoder needs
 # anyway): lazy. So do
 # config.c and parse.c, which run once, in the constructor: a process
 # binds only the few of their calls it makes (101 -> 76 symbols bound at
 # load; /bin/true +104 k -> +90 k instructions, BENCHMARKS.md).
-EAGER_OBJ := $(filter-out %/snapshot.o %/age_split.o %/config.o,$(COLLECT_OBJ)) \
+EAGER_OBJ := $(filter-out %/snapshot.o %/loaded_ids.o %/age_split.o %/config.o,$(COLLECT_OBJ)) \
 	$(filter-out %/parse.o,$(COMMON_OBJ)) $(B)/obj/src/serve/dump.o
 $(EAGER_OBJ): ALLCFLAGS += -fno-plt
 SO_OBJ  := $(filter-out %/libfns.o,$(LIB_OBJ)) $(B)/obj/src/so/libs.o
@@ -107,7 +107,7 @@ $(B)/obj/cli/cmd_flame.o: ALLCFLAGS += -I$(B)/gen
 # Unit tests: test_collect_* link the capture modules (without interpose.o).
 # They link the capture modules that need no process-wide set-up (the test
 # defines the globals those use): no constructor, no interposed malloc.
-COLLECT_UNIT_OBJ := $(addprefix $(B)/obj/src/collect/,sampler.o range.o range_lock.o bucket.o arena.o stack.o unwind.o)
+COLLECT_UNIT_OBJ := $(addprefix $(B)/obj/src/collect/,sampler.o range.o range_lock.o bucket.o arena.o stack.o unwind.o loaded_ids.o)
 $(B)/tests/test_collect_%: tests/unit/test_collect_%.c $(COLLECT_UNIT_OBJ) $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -fno-omit-frame-pointer -Itests -Isrc/collect -o $@ $^ $(LIBS)

@@ -414,6 +414,11 @@ int heapprof__age_split_records(const heapprof_record *recs, size_t n,
 void heapprof__age_split_free(struct heapprof__age_split *s);
 
 /* ------------------------------------------------------------ snapshot.c */
+/* Nonzero while this thread dumps from a signal handler of ours (the dump
+ * signal, SIGTERM/SIGINT) or from _exit: the snapshot then never takes the
+ * loader's lock for build ids (snapshot.c's ids_mode, loaded_ids.c). */
+extern HP_HIDDEN __thread int heapprof__in_handler
+	__attribute__((tls_model("initial-exec")));
 
 /* The counters of every bucket at one moment, indexed by bucket id: the
  * start of a delta window. */

@@ -103,7 +103,11 @@ ending_dump(int dump, const char *busy_msg)
 		errno = saved;
 		return;
 	}
+	/* A signal handler's code, or _exit (the exit of signal handlers and
+	 * of fork children): no loader lock for build ids (snapshot.c). */
+	heapprof__in_handler++;
 	heapprof__delivery.exit(dump);
+	heapprof__in_handler--;
 	/* Another thread's ending (exit, _exit, the other signal, or the same
 	 * one sent twice: timeout signals the child and then its group) may
 	 * have begun the profile: let it finish before this thread kills the

@@ -3,7 +3,8 @@
  * writers: a copy of every bucket's counters (read with relaxed atomics
  * while the program keeps allocating: seed 003's copy loop, without the
  * retry, since buckets are only ever prepended to a list), the executable
- * mappings of /proc/self/maps with their GNU build ids, and function names
+ * mappings of /proc/self/maps with their GNU build ids (read in memory for
+ * loaded objects, loaded_ids.c; else from the file), and function names
  * from the ELF symbol tables (a cache kept for the life of the process),
  * or with HEAPPROF_SYMBOLIZE=dwarf file:line and inlined frames from DWARF.
  *
@@ -17,16 +18,22 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "collect.h"
 #include "dwarf_sym.h"
 #include "elffile.h"
 #include "heap_encode.h"
+#include "loaded_ids.h"
 #include "maps.h"
 #include "version.h"
 
 static heapprof_symcache *symcache; /* dump_lock */
 static heapprof_dwsym *dwsym;       /* dump_lock; HEAPPROF_SYMBOLIZE=dwarf */
+/* Set by this thread around a dump it runs in a signal handler of ours
+ * or in _exit (collect.h). */
+HP_HIDDEN __thread int heapprof__in_handler
+	__attribute__((tls_model("initial-exec")));
 
 static void
 dwsym_warn(void *arg, const char *file, const char *msg)
@@ -120,28 +127,67 @@ announce_pcs(const heapprof_record *recs, size_t n,
 	free(ms);
 }
 
+/* How this dump reads the build ids of loaded objects (loaded_ids.c).
+ * A process with one thread (the nlink of /proc/self/task is 2 + its
+ * threads): 2, without the loader's lock, since nothing can unmap what is
+ * read, and a signal handler that calls exit() may have interrupted this
+ * thread in the middle of taking that lock. Otherwise 1, under the lock;
+ * but not in a fork child, where a thread that is gone may hold it, nor
+ * in one of the profiler's signal handlers or _exit (see above): there
+ * 0, the files. */
 static int
-collect_mappings(heapprof_maps *maps, heapprof_mapping **out, size_t *n)
+ids_mode(void)
+{
+	struct stat st;
+	if (stat("/proc/self/task", &st) == 0 && st.st_nlink == 3)
+		return 2;
+	return !heapprof__in_handler && (long)getpid() == heapprof__init_pid;
+}
+
+/* The executable mappings (`ids`: their build ids read in memory, freed
+ * by the caller after encoding); the file's for the rest. */
+static int
+collect_mappings(heapprof_maps *maps, heapprof_mapping **out, size_t *n,
+                 hp_loaded_id **ids)
 {
 	*out = NULL;
 	*n = 0;
+	*ids = NULL;
 	if (heapprof__maps_read_self(maps) != 0)
 		return 0; /* no mappings: pprof shows raw addresses */
-	heapprof__maps_keep_exec(maps);
-	heapprof_mapping *m = calloc(maps->n + 1, sizeof(*m));
+	size_t nx = 0;
+	for (size_t i = 0; i < maps->n; i++)
+		nx += (maps->v[i].perms & HEAPPROF_MAP_X) != 0;
+	heapprof_mapping *m = calloc(nx + 1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	int mode = ids_mode();
+	hp_loaded_id *li = mode ? calloc(nx + 1, sizeof(*li)) : NULL;
+	if (li) {
+		for (size_t i = 0, k = 0; i < maps->n; i++)
+			if (maps->v[i].perms & HEAPPROF_MAP_X)
+				li[k++].map = &maps->v[i];
+		if (mode == 1)
+			heapprof__loaded_ids(maps, li, nx);
+		else
+			heapprof__loaded_ids_unlocked(maps, li, nx);
+	}
 	char exe[4096];
 	ssize_t el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[el > 0 ? el : 0] = 0;
 	size_t k = 0, main_at = (size_t)-1;
 	for (size_t i = 0; i < maps->n; i++) {
 		const heapprof_maps_entry *e = &maps->v[i];
+		if (!(e->perms & HEAPPROF_MAP_X))
+			continue;
 		m[k].start = e->start;
 		m[k].limit = e->limit;
 		m[k].offset = e->offset;
 		m[k].file = e->path;
-		m[k].build_id = e->path[0] == '/' ? build_id(e->path) : NULL;
+		if (li && li[k].hex[0])
+			m[k].build_id = li[k].hex;
+		else
+			m[k].build_id = e->path[0] == '/' ? build_id(e->path) : NULL;
 		if (main_at == (size_t)-1 && exe[0] && !strcmp(e->path, exe))
 			main_at = k;
 		k++;
@@ -153,6 +199,7 @@ collect_mappings(heapprof_maps *maps, heapprof_mapping **out, size_t *n)
 	}
 	*out = m;
 	*n = k;
+	*ids = li;
 	return 0;
 }
 
@@ -342,7 +389,8 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	memset(&maps, 0, sizeof(maps));
 	heapprof_mapping *mappings;
 	size_t nmappings;
-	int rc = collect_mappings(&maps, &mappings, &nmappings);
+	hp_loaded_id *ids;
+	int rc = collect_mappings(&maps, &mappings, &nmappings, &ids);
 	if (rc != 0) {
 		free(recs);
 		free(peaks);
@@ -424,6 +472,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	if (aged)
 		heapprof__age_split_free(&ages);
 	free(mappings);
+	free(ids);
 	heapprof__maps_free(&maps);
 	free(recs);
 	free(peaks);

@@ -454,8 +454,11 @@ on_signal(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
 	atomic_store(&pending, 1);
-	if (handler_may_dump())
+	if (handler_may_dump()) {
+		heapprof__in_handler++; /* no loader lock (snapshot.c) */
 		heapprof__serve_due();
+		heapprof__in_handler--;
+	}
 	int64_t wait = atomic_load(&quiet_until) - mono_ms(CLOCK_MONOTONIC);
 	if (atomic_load(&pending) && wait > -QUIET_SLACK_MS &&
 	    atomic_load(&have_quiet_timer)) {

@@ -208,14 +208,12 @@ align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
-/* Looks for NT_GNU_BUILD_ID in the notes at [off, off+len); 1 if found. */
-static int
-scan_notes(heapprof_elf *e, uint64_t off, uint64_t len, uint64_t align)
+int
+heapprof__elf_notes_build_id(const void *notes, uint64_t len, uint64_t align,
+                             char hex[2 * HEAPPROF_BUILD_ID_MAX + 1])
 {
-	if (!in_file(e, off, len))
-		return 0;
 	align = align == 8 ? 8 : 4;
-	const uint8_t *p = e->data + off;
+	const uint8_t *p = notes;
 	uint64_t pos = 0;
 	while (len - pos >= 12) {
 		uint32_t nh[3]; /* namesz, descsz, type */
@@ -233,10 +231,10 @@ scan_notes(heapprof_elf *e, uint64_t off, uint64_t len, uint64_t align)
 			static const char hx[] = "0123456789abcdef";
 			for (uint32_t i = 0; i < nh[1]; i++) {
 				uint8_t b = p[desc + i];
-				e->build_id[2 * i] = hx[b >> 4];
-				e->build_id[2 * i + 1] = hx[b & 15];
+				hex[2 * i] = hx[b >> 4];
+				hex[2 * i + 1] = hx[b & 15];
 			}
-			e->build_id[2 * nh[1]] = '\0';
+			hex[2 * nh[1]] = '\0';
 			return 1;
 		}
 		pos = desc_end;
@@ -244,6 +242,16 @@ scan_notes(heapprof_elf *e, uint64_t off, uint64_t len, uint64_t align)
 			return 0;
 	}
 	return 0;
+}
+
+/* Looks for NT_GNU_BUILD_ID in the notes at [off, off+len); 1 if found. */
+static int
+scan_notes(heapprof_elf *e, uint64_t off, uint64_t len, uint64_t align)
+{
+	if (!in_file(e, off, len))
+		return 0;
+	return heapprof__elf_notes_build_id(e->data + off, len, align,
+	                                    e->build_id);
 }
 
 static void

@@ -93,6 +93,17 @@ const char *heapprof__elf_lookup(const heapprof_elf *e, uint64_t vaddr,
 int heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
                               size_t n, const char **names);
 
+/*! heapprof__elf_notes_build_id() :
+ *  Looks for the first NT_GNU_BUILD_ID note (name "GNU") in the notes
+ *  notes[0..len) (a PT_NOTE segment or SHT_NOTE section, `align` its
+ *  alignment: 8, else 4), bounds-checked against len. The file reader and
+ *  the capture's in-memory reader (src/collect/loaded_ids.c) share it, so
+ *  both give the same hex for the same bytes.
+ *  @return : 1 and the lowercase hex in `hex`, or 0 (`hex` untouched). */
+int heapprof__elf_notes_build_id(const void *notes, uint64_t len,
+                                 uint64_t align,
+                                 char hex[2 * HEAPPROF_BUILD_ID_MAX + 1]);
+
 /*! heapprof__elf_build_id() :
  *  Writes the NT_GNU_BUILD_ID of the file at `path` as lowercase hex.
  *  @return : the hex length, -ENODATA (no build id), -ERANGE (`cap` too
