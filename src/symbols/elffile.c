@@ -10,12 +10,14 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "compiler.h"
 #include "elffile.h"
 
 /* Class-independent copies of the headers we use. */
@@ -522,32 +524,6 @@ heapprof__elf_lookup(const heapprof_elf *e, uint64_t vaddr, uint64_t *sym_addr)
 
 /* ------------------------------------------- lookups without a sorted table */
 
-/* The better of two symbols at one address (as cmp_cand orders them). */
-typedef struct pick {
-	uint64_t addr, size;
-	const char *name;
-	unsigned rank;
-} pick;
-
-static int
-better_at(const pick *a, const pick *b)
-{
-	if (a->rank != b->rank)
-		return a->rank < b->rank;
-	return strcmp(a->name, b->name) < 0;
-}
-
-/* Higher address first, then better_at; an empty pick (name NULL) loses. */
-static int
-better(const pick *a, const pick *b)
-{
-	if (!b->name)
-		return 1;
-	if (a->addr != b->addr)
-		return a->addr > b->addr;
-	return better_at(a, b);
-}
-
 /* Where a symbol's address falls among the wanted ones (the first vaddr
  * >= it), in a few instructions: the span of the vaddrs cut into NSPAN
  * equal slices, each knowing its first vaddr, then a binary search inside
@@ -581,67 +557,193 @@ span_init(span_index *x, const uint64_t *v, size_t n)
 	x->first[NSPAN] = (uint32_t)n; /* every vaddr is below the last end */
 }
 
-static size_t
-span_find(const span_index *x, uint64_t a)
+/* A symbol kept during the pass, without its name: names are read only
+ * when a decision needs them (two symbols at one address) and for the
+ * winners, so the pass touches the string-table pages of a few names,
+ * not those of every symbol that was the best for a while (cc1: a 1.3 MB
+ * .dynstr, ~28 page faults in memchr before). */
+typedef struct pick {
+	uint64_t addr, size;
+	uint32_t name;  /* offset in the string table; 0: empty pick */
+	uint32_t rank;  /* rank_of's; only its high part (size, binding)
+	                 * until `ranked` */
+	uint32_t ranked;
+} pick;
+
+/* One pass over one symbol table: the string table, the wanted vaddrs,
+ * near[i] (the best symbol in (vaddrs[i-1], vaddrs[i]]) and encl[i] (the
+ * best sized symbol containing vaddrs[i]). */
+typedef struct pass {
+	const char *strs;
+	uint64_t lastnul; /* the string table's last NUL: names above it are
+	                   * unterminated (what memchr checked per name) */
+	const span_index *x;
+	pick *near, *encl;
+} pass;
+
+/* rank_of's high part, which needs no name. */
+static unsigned
+rank_hi(uint64_t size, unsigned bind)
 {
-	if (a <= x->v[0])
-		return 0;
-	if (a > x->v[x->n - 1])
-		return x->n;
-	uint64_t b = (a - x->v[0]) >> x->shift;
-	size_t lo = x->first[b], hi = x->first[b + 1];
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (x->v[mid] < a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	sym s = {.bind = bind, .size = size};
+	return rank_of(&s, "");
 }
 
-/* One pass over the function symbols of `st` for the sorted distinct
- * vaddrs: near[i], the best symbol in (vaddrs[i-1], vaddrs[i]], and
- * encl[i], the best sized symbol containing vaddrs[i]. The count of
- * function symbols seen, or -ENOEXEC. */
-static int64_t
-pass_symtab(const heapprof_elf *e, const ehdr *h, const shdr *st,
-            const span_index *x, pick *near, pick *encl)
+static void
+rank_full(const pass *p, pick *a)
 {
-	const uint64_t *vaddrs = x->v;
-	size_t n = x->n;
+	if (a->ranked)
+		return;
+	sym s = {.bind = STB_GLOBAL, .size = 1}; /* high part 0 */
+	a->rank |= rank_of(&s, p->strs + a->name);
+	a->ranked = 1;
+}
+
+/* The better of two symbols at one address (as cmp_cand orders them). */
+static int
+better_at(const pass *p, pick *a, pick *b)
+{
+	if ((a->rank ^ b->rank) >> 24) /* size or binding decide */
+		return a->rank < b->rank;
+	rank_full(p, a);
+	rank_full(p, b);
+	if (a->rank != b->rank)
+		return a->rank < b->rank;
+	return strcmp(p->strs + a->name, p->strs + b->name) < 0;
+}
+
+/* Higher address first, then better_at; an empty pick loses. */
+static inline int
+better(const pass *p, pick *a, pick *b)
+{
+	if (!b->name)
+		return 1;
+	if (a->addr != b->addr)
+		return a->addr > b->addr;
+	return better_at(p, a, b);
+}
+
+/* The symbol that passed the cheap test of scan(): it may be the best
+ * below vaddrs[lo] or around some of vaddrs[lo..]. */
+static HP_NOINLINE void
+take(pass *p, size_t lo, uint32_t name, uint64_t value, uint64_t size,
+     unsigned bind)
+{
+	const span_index *x = p->x;
+	pick c = {value, size, name, rank_hi(size, bind), 0};
+	if (better(p, &c, &p->near[lo]))
+		p->near[lo] = c;
+	for (size_t j = lo; size && j < x->n && x->v[j] - value < size; j++)
+		if (better(p, &c, &p->encl[j]))
+			p->encl[j] = c;
+}
+
+#define FUNC_TYPES (1u << STT_FUNC | 1u << STT_GNU_IFUNC)
+
+/* The symbols [at, end) of class 64 or 32 (a constant: one loop each),
+ * four fields read in place, the common rejections first and the state
+ * in locals: cc1's 29 k .dynsym symbols cost ~95 instructions each
+ * through read_sym and a call per function symbol. 1 if a function
+ * symbol was seen (one with a name offset inside the string table:
+ * which table to use, read_symbols' rule), else 0. */
+HP_INLINE int
+scan(pass *p, const uint8_t *at, const uint8_t *end, uint64_t entsize,
+     uint64_t strsize, int is64)
+{
+	const span_index *x = p->x;
+	const uint64_t *v = x->v, v0 = v[0], vlast = v[x->n - 1];
+	const uint32_t *first = x->first;
+	const unsigned shift = x->shift;
+	const uint64_t lastnul = p->lastnul;
+	pick *near = p->near;
+	int any = 0;
+	for (; at != end; at += entsize) {
+		unsigned info;
+		uint32_t name;
+		uint16_t shndx;
+		uint64_t value, size;
+		if (is64) {
+			info = at[offsetof(Elf64_Sym, st_info)];
+			if (!(FUNC_TYPES >> ELF64_ST_TYPE(info) & 1))
+				continue;
+			memcpy(&value, at + offsetof(Elf64_Sym, st_value), 8);
+			memcpy(&name, at + offsetof(Elf64_Sym, st_name), 4);
+			memcpy(&shndx, at + offsetof(Elf64_Sym, st_shndx), 2);
+		} else {
+			info = at[offsetof(Elf32_Sym, st_info)];
+			if (!(FUNC_TYPES >> ELF32_ST_TYPE(info) & 1))
+				continue;
+			uint32_t v32;
+			memcpy(&v32, at + offsetof(Elf32_Sym, st_value), 4);
+			value = v32;
+			memcpy(&name, at + offsetof(Elf32_Sym, st_name), 4);
+			memcpy(&shndx, at + offsetof(Elf32_Sym, st_shndx), 2);
+		}
+		/* Beyond the last vaddr, value 0, undefined, or a name that
+		 * is 0, outside the table or unterminated. */
+		if (value - 1 >= vlast || shndx == SHN_UNDEF ||
+		    (uint64_t)name - 1 >= lastnul) {
+			if (!any)
+				any = shndx != SHN_UNDEF && value != 0 &&
+				      name != 0 && name < strsize;
+			continue;
+		}
+		any = 1;
+		size_t lo = 0; /* the first vaddr >= value */
+		if (value > v0) {
+			uint64_t b = (value - v0) >> shift;
+			size_t hi = first[b + 1];
+			lo = first[b];
+			while (lo < hi) {
+				size_t mid = lo + (hi - lo) / 2;
+				if (v[mid] < value)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+		}
+		/* Most symbols are neither the nearest below a wanted address
+		 * nor around one (an empty pick's addr is 0). */
+		if (value < near[lo].addr) {
+			if (is64) {
+				memcpy(&size, at + offsetof(Elf64_Sym, st_size), 8);
+			} else {
+				uint32_t s32;
+				memcpy(&s32, at + offsetof(Elf32_Sym, st_size), 4);
+				size = s32;
+			}
+			if (!size || v[lo] - value >= size)
+				continue;
+		}
+		if (is64) {
+			memcpy(&size, at + offsetof(Elf64_Sym, st_size), 8);
+		} else {
+			uint32_t s32;
+			memcpy(&s32, at + offsetof(Elf32_Sym, st_size), 4);
+			size = s32;
+		}
+		take(p, lo, name, value, size,
+		     is64 ? ELF64_ST_BIND(info) : ELF32_ST_BIND(info));
+	}
+	return any;
+}
+
+/* One pass over the function symbols of `st` (into p->near, p->encl).
+ * 1 if it has function symbols, 0 if not, or -ENOEXEC. */
+static HP_NOINLINE int
+pass_symtab(const heapprof_elf *e, const ehdr *h, const shdr *st, pass *p)
+{
 	uint64_t entsize, strsize;
 	const char *strs;
 	if (symtab_open(e, h, st, &entsize, &strs, &strsize) != 0)
 		return -ENOEXEC;
-	uint64_t count = st->size / entsize;
-	int64_t nf = 0;
-	for (uint64_t k = 0; k < count; k++) {
-		sym s;
-		read_sym(e, e->data + st->offset + k * entsize, &s);
-		if ((s.type != STT_FUNC && s.type != STT_GNU_IFUNC) ||
-		    s.shndx == SHN_UNDEF || s.value == 0 || s.name == 0 ||
-		    s.name >= strsize)
-			continue;
-		nf++; /* before its name is checked: differs only for hostile tables */
-		size_t lo = span_find(x, s.value); /* first vaddr >= s.value */
-		/* Most symbols can be neither the nearest below a wanted
-		 * address nor around one: skip their names. */
-		if (lo == n || ((near[lo].name && s.value < near[lo].addr) &&
-		                (!s.size || vaddrs[lo] - s.value >= s.size)))
-			continue;
-		const char *nm = strs + s.name;
-		if (!memchr(nm, '\0', strsize - s.name))
-			continue;
-		pick c = {s.value, s.size, nm, rank_of(&s, nm)};
-		if (better(&c, &near[lo]))
-			near[lo] = c;
-		for (size_t j = lo; s.size && j < n && vaddrs[j] - s.value < s.size;
-		     j++)
-			if (better(&c, &encl[j]))
-				encl[j] = c;
-	}
-	return nf;
+	const char *z = strsize ? memrchr(strs, '\0', strsize) : NULL;
+	p->strs = strs;
+	p->lastnul = z ? (uint64_t)(z - strs) : 0;
+	const uint8_t *at = e->data + st->offset;
+	const uint8_t *end = at + st->size / entsize * entsize;
+	return e->is64 ? scan(p, at, end, entsize, strsize, 1)
+	               : scan(p, at, end, entsize, strsize, 0);
 }
 
 int
@@ -659,23 +761,23 @@ heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
 	pick *near = calloc(2 * n, sizeof(pick));
 	if (!near)
 		return -ENOMEM;
-	pick *encl = near + n;
 	span_index *x = n <= UINT32_MAX ? malloc(sizeof(*x)) : NULL;
 	if (!x) {
 		free(near);
 		return -ENOMEM;
 	}
 	span_init(x, vaddrs, n);
+	pass p = {.x = x, .near = near, .encl = near + n};
 	/* .symtab if it has function symbols, else .dynsym (read_symbols). */
 	static const uint32_t kinds[2] = {SHT_SYMTAB, SHT_DYNSYM};
-	int64_t nf = 0;
+	int nf = 0;
 	for (int k = 0; k < 2 && nf <= 0; k++) {
 		for (uint64_t i = 0; i < h.shnum && nf <= 0; i++) {
 			shdr sh;
 			read_shdr(&tmp, &h, i, &sh);
 			if (sh.type != kinds[k] || sh.size == 0)
 				continue;
-			nf = pass_symtab(&tmp, &h, &sh, x, near, encl);
+			nf = pass_symtab(&tmp, &h, &sh, &p);
 			if (nf <= 0)
 				memset(near, 0, 2 * n * sizeof(pick));
 		}
@@ -690,9 +792,9 @@ heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
 		if (!cur)
 			continue;
 		if (cur->size == 0 || vaddrs[i] - cur->addr < cur->size)
-			names[i] = cur->name;
-		else if (encl[i].name)
-			names[i] = encl[i].name;
+			names[i] = p.strs + cur->name;
+		else if (p.encl[i].name)
+			names[i] = p.strs + p.encl[i].name;
 	}
 	free(x);
 	free(near);
