@@ -1,47 +1,26 @@
 /*
  * elffile.c: the bounds-checked ELF reader: headers, PT_LOAD segments, the GNU
- * build id note and the sorted function-symbol table, or, for a known set of
- * addresses, their functions found in one pass over the symbols with no
- * sort (heapprof__elf_lookup_many: a dump's cost then follows its distinct
- * PCs, not the size of cc1's or python's symbol table). Every offset, count
+ * build id note and the sorted function-symbol table (the one-pass lookup
+ * for a known set of addresses is elf_many.c's). Every offset, count
  * and string read from the file is checked against the file size; fields
  * are copied out with memcpy, so unaligned hostile offsets are fine.
  */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "compiler.h"
+#include "elf_internal.h"
 #include "elffile.h"
-
-/* Class-independent copies of the headers we use. */
-typedef struct ehdr {
-	unsigned type;
-	uint64_t phoff, shoff;
-	uint64_t phentsize, phnum, shentsize, shnum;
-} ehdr;
 
 typedef struct phdr {
 	uint32_t type, flags;
 	uint64_t offset, vaddr, filesz, memsz, align;
 } phdr;
-
-typedef struct shdr {
-	uint32_t type, link;
-	uint64_t offset, size, entsize;
-} shdr;
-
-typedef struct sym {
-	uint32_t name;
-	unsigned type, bind, shndx;
-	uint64_t value, size;
-} sym;
 
 /* True if [off, off+len) lies inside the file. */
 static int
@@ -77,7 +56,7 @@ read_phdr(const heapprof_elf *e, const ehdr *h, uint64_t i, phdr *p)
 	}
 }
 
-static void
+void
 read_shdr(const heapprof_elf *e, const ehdr *h, uint64_t i, shdr *s)
 {
 	const uint8_t *at = e->data + h->shoff + i * h->shentsize;
@@ -113,7 +92,7 @@ read_sym(const heapprof_elf *e, const uint8_t *at, sym *s)
 }
 
 /* Validates the identification and the header tables' placement. */
-static int
+int
 read_ehdr(heapprof_elf *e, ehdr *h)
 {
 	if (e->size < EI_NIDENT || memcmp(e->data, ELFMAG, SELFMAG) != 0)
@@ -285,7 +264,7 @@ cmp_cand(const void *pa, const void *pb)
 	return strcmp(a->s.name, b->s.name);
 }
 
-static unsigned
+unsigned
 rank_of(const sym *s, const char *name)
 {
 	unsigned bind = s->bind == STB_GLOBAL ? 0 : s->bind == STB_WEAK ? 1 : 2;
@@ -299,7 +278,7 @@ rank_of(const sym *s, const char *name)
 
 /* The entry size and string table of the SYMTAB or DYNSYM section `st`,
  * checked to lie in the file: 0, or -ENOEXEC. */
-static int
+int
 symtab_open(const heapprof_elf *e, const ehdr *h, const shdr *st,
             uint64_t *entsize, const char **strs, uint64_t *strsize)
 {
@@ -520,285 +499,6 @@ heapprof__elf_lookup(const heapprof_elf *e, uint64_t vaddr, uint64_t *sym_addr)
 		}
 	}
 	return NULL;
-}
-
-/* ------------------------------------------- lookups without a sorted table */
-
-/* Where a symbol's address falls among the wanted ones (the first vaddr
- * >= it), in a few instructions: the span of the vaddrs cut into NSPAN
- * equal slices, each knowing its first vaddr, then a binary search inside
- * the slice. A plain binary search over all of them was half of cc1's
- * exit-dump symbolization (27 k .dynsym functions: 2.3 M of 4.8 M
- * instructions, BENCHMARKS.md). */
-#define NSPAN 1024
-typedef struct span_index {
-	const uint64_t *v;
-	size_t n;
-	unsigned shift;
-	uint32_t first[NSPAN + 1];
-} span_index;
-
-static void
-span_init(span_index *x, const uint64_t *v, size_t n)
-{
-	x->v = v;
-	x->n = n;
-	x->shift = 0;
-	while (((v[n - 1] - v[0]) >> x->shift) >= NSPAN)
-		x->shift++;
-	size_t i = 0;
-	for (uint64_t b = 0; b < NSPAN; b++) {
-		uint64_t off = b << x->shift; /* the slice's start, saturated */
-		uint64_t at = off > UINT64_MAX - v[0] ? UINT64_MAX : v[0] + off;
-		while (i < n && v[i] < at)
-			i++;
-		x->first[b] = (uint32_t)i;
-	}
-	x->first[NSPAN] = (uint32_t)n; /* every vaddr is below the last end */
-}
-
-/* A symbol kept during the pass, without its name: names are read only
- * when a decision needs them (two symbols at one address) and for the
- * winners, so the pass touches the string-table pages of a few names,
- * not those of every symbol that was the best for a while (cc1: a 1.3 MB
- * .dynstr, ~28 page faults in memchr before). */
-typedef struct pick {
-	uint64_t addr, size;
-	uint32_t name;  /* offset in the string table; 0: empty pick */
-	uint32_t rank;  /* rank_of's; only its high part (size, binding)
-	                 * until `ranked` */
-	uint32_t ranked;
-} pick;
-
-/* One pass over one symbol table: the string table, the wanted vaddrs,
- * near[i] (the best symbol in (vaddrs[i-1], vaddrs[i]]) and encl[i] (the
- * best sized symbol containing vaddrs[i]). */
-typedef struct pass {
-	const char *strs;
-	uint64_t lastnul; /* the string table's last NUL: names above it are
-	                   * unterminated (what memchr checked per name) */
-	const span_index *x;
-	pick *near, *encl;
-} pass;
-
-/* rank_of's high part, which needs no name. */
-static unsigned
-rank_hi(uint64_t size, unsigned bind)
-{
-	sym s = {.bind = bind, .size = size};
-	return rank_of(&s, "");
-}
-
-static void
-rank_full(const pass *p, pick *a)
-{
-	if (a->ranked)
-		return;
-	sym s = {.bind = STB_GLOBAL, .size = 1}; /* high part 0 */
-	a->rank |= rank_of(&s, p->strs + a->name);
-	a->ranked = 1;
-}
-
-/* The better of two symbols at one address (as cmp_cand orders them). */
-static int
-better_at(const pass *p, pick *a, pick *b)
-{
-	if ((a->rank ^ b->rank) >> 24) /* size or binding decide */
-		return a->rank < b->rank;
-	rank_full(p, a);
-	rank_full(p, b);
-	if (a->rank != b->rank)
-		return a->rank < b->rank;
-	return strcmp(p->strs + a->name, p->strs + b->name) < 0;
-}
-
-/* Higher address first, then better_at; an empty pick loses. */
-static inline int
-better(const pass *p, pick *a, pick *b)
-{
-	if (!b->name)
-		return 1;
-	if (a->addr != b->addr)
-		return a->addr > b->addr;
-	return better_at(p, a, b);
-}
-
-/* The symbol that passed the cheap test of scan(): it may be the best
- * below vaddrs[lo] or around some of vaddrs[lo..]. */
-static HP_NOINLINE void
-take(pass *p, size_t lo, uint32_t name, uint64_t value, uint64_t size,
-     unsigned bind)
-{
-	const span_index *x = p->x;
-	pick c = {value, size, name, rank_hi(size, bind), 0};
-	if (better(p, &c, &p->near[lo]))
-		p->near[lo] = c;
-	for (size_t j = lo; size && j < x->n && x->v[j] - value < size; j++)
-		if (better(p, &c, &p->encl[j]))
-			p->encl[j] = c;
-}
-
-#define FUNC_TYPES (1u << STT_FUNC | 1u << STT_GNU_IFUNC)
-
-/* The symbols [at, end) of class 64 or 32 (a constant: one loop each),
- * four fields read in place, the common rejections first and the state
- * in locals: cc1's 29 k .dynsym symbols cost ~95 instructions each
- * through read_sym and a call per function symbol. 1 if a function
- * symbol was seen (one with a name offset inside the string table:
- * which table to use, read_symbols' rule), else 0. */
-HP_INLINE int
-scan(pass *p, const uint8_t *at, const uint8_t *end, uint64_t entsize,
-     uint64_t strsize, int is64)
-{
-	const span_index *x = p->x;
-	const uint64_t *v = x->v, v0 = v[0], vlast = v[x->n - 1];
-	const uint32_t *first = x->first;
-	const unsigned shift = x->shift;
-	const uint64_t lastnul = p->lastnul;
-	pick *near = p->near;
-	int any = 0;
-	for (; at != end; at += entsize) {
-		unsigned info;
-		uint32_t name;
-		uint16_t shndx;
-		uint64_t value, size;
-		if (is64) {
-			info = at[offsetof(Elf64_Sym, st_info)];
-			if (!(FUNC_TYPES >> ELF64_ST_TYPE(info) & 1))
-				continue;
-			memcpy(&value, at + offsetof(Elf64_Sym, st_value), 8);
-			memcpy(&name, at + offsetof(Elf64_Sym, st_name), 4);
-			memcpy(&shndx, at + offsetof(Elf64_Sym, st_shndx), 2);
-		} else {
-			info = at[offsetof(Elf32_Sym, st_info)];
-			if (!(FUNC_TYPES >> ELF32_ST_TYPE(info) & 1))
-				continue;
-			uint32_t v32;
-			memcpy(&v32, at + offsetof(Elf32_Sym, st_value), 4);
-			value = v32;
-			memcpy(&name, at + offsetof(Elf32_Sym, st_name), 4);
-			memcpy(&shndx, at + offsetof(Elf32_Sym, st_shndx), 2);
-		}
-		/* Beyond the last vaddr, value 0, undefined, or a name that
-		 * is 0, outside the table or unterminated. */
-		if (value - 1 >= vlast || shndx == SHN_UNDEF ||
-		    (uint64_t)name - 1 >= lastnul) {
-			if (!any)
-				any = shndx != SHN_UNDEF && value != 0 &&
-				      name != 0 && name < strsize;
-			continue;
-		}
-		any = 1;
-		size_t lo = 0; /* the first vaddr >= value */
-		if (value > v0) {
-			uint64_t b = (value - v0) >> shift;
-			size_t hi = first[b + 1];
-			lo = first[b];
-			while (lo < hi) {
-				size_t mid = lo + (hi - lo) / 2;
-				if (v[mid] < value)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-		}
-		/* Most symbols are neither the nearest below a wanted address
-		 * nor around one (an empty pick's addr is 0). */
-		if (value < near[lo].addr) {
-			if (is64) {
-				memcpy(&size, at + offsetof(Elf64_Sym, st_size), 8);
-			} else {
-				uint32_t s32;
-				memcpy(&s32, at + offsetof(Elf32_Sym, st_size), 4);
-				size = s32;
-			}
-			if (!size || v[lo] - value >= size)
-				continue;
-		}
-		if (is64) {
-			memcpy(&size, at + offsetof(Elf64_Sym, st_size), 8);
-		} else {
-			uint32_t s32;
-			memcpy(&s32, at + offsetof(Elf32_Sym, st_size), 4);
-			size = s32;
-		}
-		take(p, lo, name, value, size,
-		     is64 ? ELF64_ST_BIND(info) : ELF32_ST_BIND(info));
-	}
-	return any;
-}
-
-/* One pass over the function symbols of `st` (into p->near, p->encl).
- * 1 if it has function symbols, 0 if not, or -ENOEXEC. */
-static HP_NOINLINE int
-pass_symtab(const heapprof_elf *e, const ehdr *h, const shdr *st, pass *p)
-{
-	uint64_t entsize, strsize;
-	const char *strs;
-	if (symtab_open(e, h, st, &entsize, &strs, &strsize) != 0)
-		return -ENOEXEC;
-	const char *z = strsize ? memrchr(strs, '\0', strsize) : NULL;
-	p->strs = strs;
-	p->lastnul = z ? (uint64_t)(z - strs) : 0;
-	const uint8_t *at = e->data + st->offset;
-	const uint8_t *end = at + st->size / entsize * entsize;
-	return e->is64 ? scan(p, at, end, entsize, strsize, 1)
-	               : scan(p, at, end, entsize, strsize, 0);
-}
-
-int
-heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
-                          size_t n, const char **names)
-{
-	for (size_t i = 0; i < n; i++)
-		names[i] = NULL;
-	ehdr h;
-	heapprof_elf tmp = *e;
-	if (n == 0 || read_ehdr(&tmp, &h) != 0)
-		return 0;
-	if (n > SIZE_MAX / (2 * sizeof(pick)))
-		return -ENOMEM;
-	pick *near = calloc(2 * n, sizeof(pick));
-	if (!near)
-		return -ENOMEM;
-	span_index *x = n <= UINT32_MAX ? malloc(sizeof(*x)) : NULL;
-	if (!x) {
-		free(near);
-		return -ENOMEM;
-	}
-	span_init(x, vaddrs, n);
-	pass p = {.x = x, .near = near, .encl = near + n};
-	/* .symtab if it has function symbols, else .dynsym (read_symbols). */
-	static const uint32_t kinds[2] = {SHT_SYMTAB, SHT_DYNSYM};
-	int nf = 0;
-	for (int k = 0; k < 2 && nf <= 0; k++) {
-		for (uint64_t i = 0; i < h.shnum && nf <= 0; i++) {
-			shdr sh;
-			read_shdr(&tmp, &h, i, &sh);
-			if (sh.type != kinds[k] || sh.size == 0)
-				continue;
-			nf = pass_symtab(&tmp, &h, &sh, &p);
-			if (nf <= 0)
-				memset(near, 0, 2 * n * sizeof(pick));
-		}
-	}
-	/* The nearest symbol at or below vaddrs[i] is the last one found in
-	 * the intervals up to i; if it is sized and ends before vaddrs[i],
-	 * the innermost sized symbol around it (heapprof__elf_lookup). */
-	const pick *cur = NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (near[i].name)
-			cur = &near[i];
-		if (!cur)
-			continue;
-		if (cur->size == 0 || vaddrs[i] - cur->addr < cur->size)
-			names[i] = p.strs + cur->name;
-		else if (p.encl[i].name)
-			names[i] = p.strs + p.encl[i].name;
-	}
-	free(x);
-	free(near);
-	return 0;
 }
 
 int
