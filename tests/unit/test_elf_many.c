@@ -591,6 +591,102 @@ TEST(foreign_and_hostile)
 	heapprof__elf_close(&e);
 }
 
+/* ------------------------------------------------ symbol cache + debug */
+
+/* Adds to an image64 image a PT_LOAD of the whole image at vaddr 0 and a
+ * PT_NOTE with the GNU build id 0123456789abcdef. */
+static void
+add_load_and_id(uint8_t *img)
+{
+	Elf64_Ehdr eh;
+	memcpy(&eh, img, sizeof(eh));
+	eh.e_phoff = 0x40;
+	eh.e_phentsize = sizeof(Elf64_Phdr);
+	eh.e_phnum = 2;
+	memcpy(img, &eh, sizeof(eh));
+	Elf64_Phdr ph[2] = {
+		{.p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = 0,
+		 .p_vaddr = 0, .p_filesz = IMG, .p_memsz = IMG},
+		{.p_type = PT_NOTE, .p_offset = 0xc0, .p_filesz = 24,
+		 .p_align = 4}};
+	memcpy(img + 0x40, ph, sizeof(ph));
+	static const uint8_t note[24] = {4, 0, 0, 0, 8, 0, 0, 0,
+	                                 NT_GNU_BUILD_ID, 0, 0, 0,
+	                                 'G', 'N', 'U', 0,
+	                                 0x01, 0x23, 0x45, 0x67,
+	                                 0x89, 0xab, 0xcd, 0xef};
+	memcpy(img + 0xc0, note, sizeof(note));
+}
+
+static int
+write_file(const char *path, const uint8_t *b, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	size_t w = fwrite(b, 1, n, f);
+	return fclose(f) == 0 && w == n ? 0 : -1;
+}
+
+/* A file with only .dynsym and its debug file (by build id) with .symtab:
+ * an address the debug file names takes its name, the others the file's
+ * own (the symbol cache reads the file's table only for those). */
+TEST(symcache_debug_file_then_own_table)
+{
+	static uint8_t img[IMG];
+	char dir[] = "/tmp/heapprof_test_many_XXXXXX", path[256], dbg[256];
+	REQUIRE(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/main", dir);
+	snprintf(dbg, sizeof(dbg), "%s/.build-id/01", dir);
+	char sub[256];
+	snprintf(sub, sizeof(sub), "%s/.build-id", dir);
+	REQUIRE(mkdir(sub, 0700) == 0 && mkdir(dbg, 0700) == 0);
+	snprintf(dbg, sizeof(dbg), "%s/.build-id/01/23456789abcdef.debug", dir);
+	const bsym own[] = {{"m_a", 0x1000, 0x40, F(STB_GLOBAL), 1},
+	                    {"m_b", 0x1100, 0x40, F(STB_GLOBAL), 1},
+	                    {"m_c", 0x1200, 0x40, F(STB_GLOBAL), 1}};
+	const bsym deb[] = {{"d_a", 0x1000, 0x40, F(STB_GLOBAL), 1},
+	                    {"d_inner", 0x1210, 0x10, F(STB_LOCAL), 1}};
+	size_t size = image64(img, own, 3, 1, 0);
+	add_load_and_id(img);
+	REQUIRE(write_file(path, img, size) == 0);
+	size = image64(img, deb, 2, 0, 0);
+	add_load_and_id(img);
+	REQUIRE(write_file(dbg, img, size) == 0);
+
+	static const struct {
+		uint64_t at;
+		const char *want;
+	} w[] = {{0x1000, "d_a"}, {0x1104, "m_b"}, {0x1204, "m_c"},
+	         {0x1210, "d_inner"}, {0x1230, "m_c"}, {0x1300, ""}};
+	size_t n = sizeof(w) / sizeof(*w);
+	heapprof_mapping m = {0x10000, 0x10000 + IMG, 0, path,
+	                      "0123456789abcdef"};
+	for (int announce = 0; announce < 2; announce++) {
+		heapprof_symcache *c = heapprof__symcache_new();
+		REQUIRE(c != NULL);
+		heapprof__symcache_set_debug_dir(c, dir);
+		for (size_t i = 0; announce && i < n; i++)
+			heapprof__symcache_want(c, &m, 0x10000 + w[i].at);
+		for (size_t i = 0; i < n; i++) {
+			const char *got =
+				heapprof__symcache_lookup(c, &m, 0x10000 + w[i].at);
+			if (strcmp(got ? got : "", w[i].want) != 0)
+				T_FAIL("%s: 0x%llx: want \"%s\", got \"%s\"",
+				       announce ? "one pass" : "full tables",
+				       (unsigned long long)w[i].at, w[i].want,
+				       got ? got : "");
+		}
+		heapprof__symcache_free(c);
+	}
+	unlink(dbg);
+	unlink(path);
+	snprintf(dbg, sizeof(dbg), "%s/.build-id/01", dir);
+	rmdir(dbg);
+	rmdir(sub);
+	rmdir(dir);
+}
+
 /* ------------------------------------------------------------ real files */
 
 static double
@@ -653,6 +749,7 @@ main(void)
 {
 	RUN(corner_cases_elf64_and_elf32);
 	RUN(foreign_and_hostile);
+	RUN(symcache_debug_file_then_own_table);
 	RUN(real_files_match_the_reference);
 	TEST_MAIN_END();
 }
