@@ -20,42 +20,51 @@
 #include "elf_internal.h"
 
 /* Where a symbol's address falls among the wanted ones (the first vaddr
- * >= it), in a few instructions: the span of the vaddrs cut into NSPAN
- * equal slices, each knowing its first vaddr, then a binary search inside
- * the slice. A plain binary search over all of them was half of cc1's
- * exit-dump symbolization (27 k .dynsym functions: 2.3 M of 4.8 M
- * instructions, BENCHMARKS.md). */
-#define NSPAN 1024
+ * >= it), in a few instructions: the span of the vaddrs cut into nspan
+ * equal slices (a power of two, 8 per vaddr, 64 to 1024), each knowing
+ * its first vaddr, then a binary search inside the slice. A plain binary
+ * search over all of them was half of cc1's exit-dump symbolization (27 k
+ * .dynsym functions: 2.3 M of 4.8 M instructions, BENCHMARKS.md). */
 typedef struct span_index {
 	const uint64_t *v;
-	size_t n;
+	size_t n, nspan;
 	unsigned shift;
-	uint32_t first[NSPAN + 1];
+	uint32_t *first; /* nspan + 1 */
 	/* For a slice without a vaddr (all its symbols share one `first`),
 	 * at most the address of the best symbol so far below that vaddr
 	 * (near[first].addr), else 0: lower symbols that do not reach the
 	 * vaddr are passed over with no search (cc1: ~14 of ~41
 	 * instructions per symbol). */
-	uint64_t floor[NSPAN];
+	uint64_t *floor; /* nspan */
 } span_index;
 
-static void
+/* Sets up x for v[0, n) in one zeroed allocation (x->floor): 0 or
+ * -ENOMEM. */
+static int
 span_init(span_index *x, const uint64_t *v, size_t n)
 {
 	x->v = v;
 	x->n = n;
+	x->nspan = 64;
+	while (x->nspan < 8 * n && x->nspan < 1024)
+		x->nspan *= 2;
+	x->floor = calloc(x->nspan + x->nspan / 2 + 1, sizeof(uint64_t));
+	if (!x->floor)
+		return -ENOMEM;
+	x->first = (uint32_t *)(x->floor + x->nspan);
 	x->shift = 0;
-	while (((v[n - 1] - v[0]) >> x->shift) >= NSPAN)
+	while (((v[n - 1] - v[0]) >> x->shift) >= x->nspan)
 		x->shift++;
 	size_t i = 0;
-	for (uint64_t b = 0; b < NSPAN; b++) {
+	for (uint64_t b = 0; b < x->nspan; b++) {
 		uint64_t off = b << x->shift; /* the slice's start, saturated */
 		uint64_t at = off > UINT64_MAX - v[0] ? UINT64_MAX : v[0] + off;
 		while (i < n && v[i] < at)
 			i++;
 		x->first[b] = (uint32_t)i;
 	}
-	x->first[NSPAN] = (uint32_t)n; /* every vaddr is below the last end */
+	x->first[x->nspan] = (uint32_t)n; /* every vaddr is below the last end */
+	return 0;
 }
 
 /* A symbol kept during the pass, without its name: names are read only
@@ -292,12 +301,11 @@ heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
 	pick *near = calloc(2 * n, sizeof(pick));
 	if (!near)
 		return -ENOMEM;
-	span_index *x = n <= UINT32_MAX ? calloc(1, sizeof(*x)) : NULL;
-	if (!x) {
+	span_index xs, *x = &xs;
+	if (n > UINT32_MAX || span_init(x, vaddrs, n) != 0) {
 		free(near);
 		return -ENOMEM;
 	}
-	span_init(x, vaddrs, n);
 	pass p = {.x = x, .near = near, .encl = near + n};
 	/* .symtab if it has function symbols, else .dynsym (read_symbols). */
 	static const uint32_t kinds[2] = {SHT_SYMTAB, SHT_DYNSYM};
@@ -311,7 +319,7 @@ heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
 			nf = pass_symtab(&tmp, &h, &sh, &p);
 			if (nf <= 0) {
 				memset(near, 0, 2 * n * sizeof(pick));
-				memset(x->floor, 0, sizeof(x->floor));
+				memset(x->floor, 0, x->nspan * sizeof(*x->floor));
 			}
 		}
 	}
@@ -329,7 +337,7 @@ heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
 		else if (p.encl[i].name)
 			names[i] = p.strs + p.encl[i].name;
 	}
-	free(x);
+	free(x->floor);
 	free(near);
 	return 0;
 }
