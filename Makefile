@@ -181,6 +181,10 @@ $(B)/bench/bench_merge: bench/bench_merge.c $(TOOL_OBJ)
 $(B)/bench/bench_symbolize: bench/bench_symbolize.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -Isrc/common -Isrc/pprof -Isrc/legacy -Isrc/symbols -o $@ $^ -lz -lm
+# bench_exitsym links the tool half (symbol cache, pprof decoder).
+$(B)/bench/bench_exitsym: bench/bench_exitsym.c $(TOOL_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 -g -Iinclude -Isrc/common -Isrc/pprof -Isrc/legacy -Isrc/symbols -o $@ $^ -lz -lm
 # bench_delta links the tool half (delta computer and pprof decoder).
 $(B)/bench/bench_delta: bench/bench_delta.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)

@@ -26,6 +26,7 @@
 #include "heap_encode.h"
 #include "loaded_ids.h"
 #include "maps.h"
+#include "sort_u64.h"
 #include "version.h"
 
 static heapprof_symcache *symcache; /* dump_lock */
@@ -73,13 +74,6 @@ build_id(const char *path)
 
 /* Executable mappings, the main binary first. */
 static int
-cmp_pc(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static int
 cmp_map_start(const void *a, const void *b)
 {
 	uint64_t x = (*(const heapprof_mapping *const *)a)->start;
@@ -107,7 +101,7 @@ announce_pcs(const heapprof_record *recs, size_t n,
 		for (size_t i = 0; i < n; i++)
 			for (size_t d = 0; d < recs[i].depth; d++)
 				pcs[k++] = recs[i].stack[d];
-		qsort(pcs, k, sizeof(*pcs), cmp_pc);
+		hp_sort_u64(pcs, k);
 		for (size_t i = 0; i < nmappings; i++)
 			ms[i] = &mappings[i];
 		qsort(ms, nmappings, sizeof(*ms), cmp_map_start);

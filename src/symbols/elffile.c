@@ -1,9 +1,7 @@
 /*
  * elffile.c: the bounds-checked ELF reader: headers, PT_LOAD segments, the GNU
- * build id note and the sorted function-symbol table, or, for a known set of
- * addresses, their functions found in one pass over the symbols with no
- * sort (heapprof__elf_lookup_many: a dump's cost then follows its distinct
- * PCs, not the size of cc1's or python's symbol table). Every offset, count
+ * build id note and the sorted function-symbol table (the one-pass lookup
+ * for a known set of addresses is elf_many.c's). Every offset, count
  * and string read from the file is checked against the file size; fields
  * are copied out with memcpy, so unaligned hostile offsets are fine.
  */
@@ -16,30 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "elf_internal.h"
 #include "elffile.h"
-
-/* Class-independent copies of the headers we use. */
-typedef struct ehdr {
-	unsigned type;
-	uint64_t phoff, shoff;
-	uint64_t phentsize, phnum, shentsize, shnum;
-} ehdr;
 
 typedef struct phdr {
 	uint32_t type, flags;
 	uint64_t offset, vaddr, filesz, memsz, align;
 } phdr;
-
-typedef struct shdr {
-	uint32_t type, link;
-	uint64_t offset, size, entsize;
-} shdr;
-
-typedef struct sym {
-	uint32_t name;
-	unsigned type, bind, shndx;
-	uint64_t value, size;
-} sym;
 
 /* True if [off, off+len) lies inside the file. */
 static int
@@ -75,7 +56,7 @@ read_phdr(const heapprof_elf *e, const ehdr *h, uint64_t i, phdr *p)
 	}
 }
 
-static void
+void
 read_shdr(const heapprof_elf *e, const ehdr *h, uint64_t i, shdr *s)
 {
 	const uint8_t *at = e->data + h->shoff + i * h->shentsize;
@@ -111,7 +92,7 @@ read_sym(const heapprof_elf *e, const uint8_t *at, sym *s)
 }
 
 /* Validates the identification and the header tables' placement. */
-static int
+int
 read_ehdr(heapprof_elf *e, ehdr *h)
 {
 	if (e->size < EI_NIDENT || memcmp(e->data, ELFMAG, SELFMAG) != 0)
@@ -291,7 +272,7 @@ cmp_cand(const void *pa, const void *pb)
 	return strcmp(a->s.name, b->s.name);
 }
 
-static unsigned
+unsigned
 rank_of(const sym *s, const char *name)
 {
 	unsigned bind = s->bind == STB_GLOBAL ? 0 : s->bind == STB_WEAK ? 1 : 2;
@@ -305,7 +286,7 @@ rank_of(const sym *s, const char *name)
 
 /* The entry size and string table of the SYMTAB or DYNSYM section `st`,
  * checked to lie in the file: 0, or -ENOEXEC. */
-static int
+int
 symtab_open(const heapprof_elf *e, const ehdr *h, const shdr *st,
             uint64_t *entsize, const char **strs, uint64_t *strsize)
 {
@@ -526,185 +507,6 @@ heapprof__elf_lookup(const heapprof_elf *e, uint64_t vaddr, uint64_t *sym_addr)
 		}
 	}
 	return NULL;
-}
-
-/* ------------------------------------------- lookups without a sorted table */
-
-/* The better of two symbols at one address (as cmp_cand orders them). */
-typedef struct pick {
-	uint64_t addr, size;
-	const char *name;
-	unsigned rank;
-} pick;
-
-static int
-better_at(const pick *a, const pick *b)
-{
-	if (a->rank != b->rank)
-		return a->rank < b->rank;
-	return strcmp(a->name, b->name) < 0;
-}
-
-/* Higher address first, then better_at; an empty pick (name NULL) loses. */
-static int
-better(const pick *a, const pick *b)
-{
-	if (!b->name)
-		return 1;
-	if (a->addr != b->addr)
-		return a->addr > b->addr;
-	return better_at(a, b);
-}
-
-/* Where a symbol's address falls among the wanted ones (the first vaddr
- * >= it), in a few instructions: the span of the vaddrs cut into NSPAN
- * equal slices, each knowing its first vaddr, then a binary search inside
- * the slice. A plain binary search over all of them was half of cc1's
- * exit-dump symbolization (27 k .dynsym functions: 2.3 M of 4.8 M
- * instructions, BENCHMARKS.md). */
-#define NSPAN 1024
-typedef struct span_index {
-	const uint64_t *v;
-	size_t n;
-	unsigned shift;
-	uint32_t first[NSPAN + 1];
-} span_index;
-
-static void
-span_init(span_index *x, const uint64_t *v, size_t n)
-{
-	x->v = v;
-	x->n = n;
-	x->shift = 0;
-	while (((v[n - 1] - v[0]) >> x->shift) >= NSPAN)
-		x->shift++;
-	size_t i = 0;
-	for (uint64_t b = 0; b < NSPAN; b++) {
-		uint64_t off = b << x->shift; /* the slice's start, saturated */
-		uint64_t at = off > UINT64_MAX - v[0] ? UINT64_MAX : v[0] + off;
-		while (i < n && v[i] < at)
-			i++;
-		x->first[b] = (uint32_t)i;
-	}
-	x->first[NSPAN] = (uint32_t)n; /* every vaddr is below the last end */
-}
-
-static size_t
-span_find(const span_index *x, uint64_t a)
-{
-	if (a <= x->v[0])
-		return 0;
-	if (a > x->v[x->n - 1])
-		return x->n;
-	uint64_t b = (a - x->v[0]) >> x->shift;
-	size_t lo = x->first[b], hi = x->first[b + 1];
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (x->v[mid] < a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* One pass over the function symbols of `st` for the sorted distinct
- * vaddrs: near[i], the best symbol in (vaddrs[i-1], vaddrs[i]], and
- * encl[i], the best sized symbol containing vaddrs[i]. The count of
- * function symbols seen, or -ENOEXEC. */
-static int64_t
-pass_symtab(const heapprof_elf *e, const ehdr *h, const shdr *st,
-            const span_index *x, pick *near, pick *encl)
-{
-	const uint64_t *vaddrs = x->v;
-	size_t n = x->n;
-	uint64_t entsize, strsize;
-	const char *strs;
-	if (symtab_open(e, h, st, &entsize, &strs, &strsize) != 0)
-		return -ENOEXEC;
-	uint64_t count = st->size / entsize;
-	int64_t nf = 0;
-	for (uint64_t k = 0; k < count; k++) {
-		sym s;
-		read_sym(e, e->data + st->offset + k * entsize, &s);
-		if ((s.type != STT_FUNC && s.type != STT_GNU_IFUNC) ||
-		    s.shndx == SHN_UNDEF || s.value == 0 || s.name == 0 ||
-		    s.name >= strsize)
-			continue;
-		nf++; /* before its name is checked: differs only for hostile tables */
-		size_t lo = span_find(x, s.value); /* first vaddr >= s.value */
-		/* Most symbols can be neither the nearest below a wanted
-		 * address nor around one: skip their names. */
-		if (lo == n || ((near[lo].name && s.value < near[lo].addr) &&
-		                (!s.size || vaddrs[lo] - s.value >= s.size)))
-			continue;
-		const char *nm = strs + s.name;
-		if (!memchr(nm, '\0', strsize - s.name))
-			continue;
-		pick c = {s.value, s.size, nm, rank_of(&s, nm)};
-		if (better(&c, &near[lo]))
-			near[lo] = c;
-		for (size_t j = lo; s.size && j < n && vaddrs[j] - s.value < s.size;
-		     j++)
-			if (better(&c, &encl[j]))
-				encl[j] = c;
-	}
-	return nf;
-}
-
-int
-heapprof__elf_lookup_many(const heapprof_elf *e, const uint64_t *vaddrs,
-                          size_t n, const char **names)
-{
-	for (size_t i = 0; i < n; i++)
-		names[i] = NULL;
-	ehdr h;
-	heapprof_elf tmp = *e;
-	if (n == 0 || read_ehdr(&tmp, &h) != 0)
-		return 0;
-	if (n > SIZE_MAX / (2 * sizeof(pick)))
-		return -ENOMEM;
-	pick *near = calloc(2 * n, sizeof(pick));
-	if (!near)
-		return -ENOMEM;
-	pick *encl = near + n;
-	span_index *x = n <= UINT32_MAX ? malloc(sizeof(*x)) : NULL;
-	if (!x) {
-		free(near);
-		return -ENOMEM;
-	}
-	span_init(x, vaddrs, n);
-	/* .symtab if it has function symbols, else .dynsym (read_symbols). */
-	static const uint32_t kinds[2] = {SHT_SYMTAB, SHT_DYNSYM};
-	int64_t nf = 0;
-	for (int k = 0; k < 2 && nf <= 0; k++) {
-		for (uint64_t i = 0; i < h.shnum && nf <= 0; i++) {
-			shdr sh;
-			read_shdr(&tmp, &h, i, &sh);
-			if (sh.type != kinds[k] || sh.size == 0)
-				continue;
-			nf = pass_symtab(&tmp, &h, &sh, x, near, encl);
-			if (nf <= 0)
-				memset(near, 0, 2 * n * sizeof(pick));
-		}
-	}
-	/* The nearest symbol at or below vaddrs[i] is the last one found in
-	 * the intervals up to i; if it is sized and ends before vaddrs[i],
-	 * the innermost sized symbol around it (heapprof__elf_lookup). */
-	const pick *cur = NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (near[i].name)
-			cur = &near[i];
-		if (!cur)
-			continue;
-		if (cur->size == 0 || vaddrs[i] - cur->addr < cur->size)
-			names[i] = cur->name;
-		else if (encl[i].name)
-			names[i] = encl[i].name;
-	}
-	free(x);
-	free(near);
-	return 0;
 }
 
 int

@@ -18,6 +18,7 @@
 
 #include "elffile.h"
 #include "pathtab.h"
+#include "sort_u64.h"
 
 /* A name found for a virtual address asked for in advance. */
 typedef struct symhit {
@@ -196,16 +197,10 @@ find_res(const entry *e, uint64_t vaddr)
 }
 
 static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static int
 cmp_found(const void *a, const void *b)
 {
-	return cmp_u64(&((const symhit *)a)->vaddr, &((const symhit *)b)->vaddr);
+	uint64_t x = ((const symhit *)a)->vaddr, y = ((const symhit *)b)->vaddr;
+	return x < y ? -1 : x > y;
 }
 
 /* Looks the announced addresses up, one pass over each symbol table
@@ -215,7 +210,7 @@ resolve_wanted(entry *e)
 {
 	size_t n = e->nwant, k = 0;
 	e->nwant = 0;
-	qsort(e->want, n, sizeof(*e->want), cmp_u64);
+	hp_sort_u64(e->want, n); /* one pass: a dump announces them sorted */
 	for (size_t i = 0; i < n; i++)
 		if ((i == 0 || e->want[i] != e->want[i - 1]) &&
 		    !find_res(e, e->want[i]))
@@ -224,23 +219,31 @@ resolve_wanted(entry *e)
 		return;
 	symhit *r = realloc(e->res, (e->nres + k) * sizeof(*r));
 	const char **a = malloc(k * sizeof(*a)), **b = malloc(k * sizeof(*b));
-	if (!r || !a || !b ||
-	    (e->has_dbg && heapprof__elf_lookup_many(&e->dbg, e->want, k, a)) ||
-	    heapprof__elf_lookup_many(&e->elf, e->want, k, b)) {
-		if (r)
-			e->res = r;
-		free(a);
-		free(b);
-		return; /* out of memory: the full tables will serve */
-	}
-	e->res = r;
+	uint64_t *rest = malloc(k * sizeof(*rest));
+	if (r)
+		e->res = r;
+	/* The file's own table only for what its debug file did not name
+	 * (it used to be read for all of them, then overridden). */
+	size_t m = 0;
+	if (!r || !a || !b || !rest ||
+	    (e->has_dbg && heapprof__elf_lookup_many(&e->dbg, e->want, k, a)))
+		goto out; /* out of memory: the full tables will serve */
 	for (size_t i = 0; i < k; i++)
-		r[e->nres + i] = (symhit){e->want[i],
-		                         e->has_dbg && a[i] ? a[i] : b[i]};
+		if (!e->has_dbg || !a[i])
+			rest[m++] = e->want[i];
+	if (m && heapprof__elf_lookup_many(&e->elf, rest, m, b))
+		goto out;
+	for (size_t i = 0, j = 0; i < k; i++)
+		r[e->nres + i] = (symhit){e->want[i], e->has_dbg && a[i] ? a[i]
+		                                                          : b[j++]};
+	/* Sorted already when these are the first, or all above the old. */
+	if (e->nres && r[e->nres - 1].vaddr > r[e->nres].vaddr)
+		qsort(r, e->nres + k, sizeof(*r), cmp_found);
 	e->nres += k;
-	qsort(r, e->nres, sizeof(*r), cmp_found);
+out:
 	free(a);
 	free(b);
+	free(rest);
 }
 
 /* Reads the whole symbol tables (the first address not announced). */
