@@ -21,6 +21,7 @@
 #include "elffile.h"
 #include "heapprof.h"
 #include "pprof_dec.h"
+#include "bench_profile.h"
 
 static double
 now(void)
@@ -36,14 +37,6 @@ faults(void)
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	return ru.ru_minflt + ru.ru_majflt;
-}
-
-static char *
-str(const pprof_dec *d, uint32_t i)
-{
-	size_t n;
-	const char *p = heapprof__pprof_string(d, i, &n);
-	return n ? strndup(p, n) : NULL;
 }
 
 typedef struct loc {
@@ -84,31 +77,11 @@ main(int argc, char **argv)
 		return 2;
 	}
 	int rounds = argc > 2 ? atoi(argv[2]) : 200;
-	FILE *f = fopen(argv[1], "rb");
-	if (!f) {
-		perror(argv[1]);
-		return 1;
-	}
-	size_t cap = 1 << 20, len = 0, r;
-	uint8_t *buf = malloc(cap);
-	while (buf && (r = fread(buf + len, 1, cap - len, f)) > 0)
-		if ((len += r) == cap)
-			buf = realloc(buf, cap *= 2);
-	fclose(f);
 	pprof_dec d;
-	heapprof__pprof_dec_init(&d, NULL, NULL);
-	if (!buf || heapprof__pprof_dec_open(&d, buf, len) < 0) {
-		fprintf(stderr, "bench_exitsym: cannot read %s\n", argv[1]);
+	uint8_t *buf;
+	heapprof_mapping *ms;
+	if (bench_load_profile("bench_exitsym", argv[1], &d, &buf, &ms) != 0)
 		return 1;
-	}
-	heapprof_mapping *ms = calloc(d.nmaps + 1, sizeof(*ms));
-	for (size_t i = 0; i < d.nmaps; i++) {
-		pprof_mapping m;
-		heapprof__pprof_mapping(&d, i, &m);
-		ms[i] = (heapprof_mapping){m.memory_start, m.memory_limit,
-		                           m.file_offset, str(&d, m.filename),
-		                           str(&d, m.build_id)};
-	}
 	loc *l = calloc(d.nlocs + 1, sizeof(*l));
 	size_t n = 0;
 	for (size_t i = 0; i < d.nlocs; i++) {

@@ -19,6 +19,7 @@
 #include "elffile.h"
 #include "heapprof.h"
 #include "pprof_dec.h"
+#include "bench_profile.h"
 
 static double
 now(void)
@@ -28,14 +29,6 @@ now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static char *
-str(const pprof_dec *d, uint32_t i)
-{
-	size_t n;
-	const char *p = heapprof__pprof_string(d, i, &n);
-	return n ? strndup(p, n) : NULL;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -43,31 +36,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_symbolize PROFILE\n");
 		return 2;
 	}
-	FILE *f = fopen(argv[1], "rb");
-	if (!f) {
-		perror(argv[1]);
-		return 1;
-	}
-	size_t cap = 1 << 20, len = 0, r;
-	uint8_t *buf = malloc(cap);
-	while (buf && (r = fread(buf + len, 1, cap - len, f)) > 0)
-		if ((len += r) == cap)
-			buf = realloc(buf, cap *= 2);
-	fclose(f);
 	pprof_dec d;
-	heapprof__pprof_dec_init(&d, NULL, NULL);
-	if (!buf || heapprof__pprof_dec_open(&d, buf, len) < 0) {
-		fprintf(stderr, "bench_symbolize: cannot read %s\n", argv[1]);
+	uint8_t *buf;
+	heapprof_mapping *ms;
+	if (bench_load_profile("bench_symbolize", argv[1], &d, &buf, &ms) != 0)
 		return 1;
-	}
-	heapprof_mapping *ms = calloc(d.nmaps + 1, sizeof(*ms));
-	for (size_t i = 0; i < d.nmaps; i++) {
-		pprof_mapping m;
-		heapprof__pprof_mapping(&d, i, &m);
-		ms[i] = (heapprof_mapping){m.memory_start, m.memory_limit,
-		                           m.file_offset, str(&d, m.filename),
-		                           str(&d, m.build_id)};
-	}
 	uint64_t *addr = calloc(d.nlocs + 1, sizeof(*addr));
 	long *mi = calloc(d.nlocs + 1, sizeof(*mi));
 	for (size_t i = 0; i < d.nlocs; i++) {
