@@ -121,13 +121,6 @@ extern HP_HIDDEN hp_config heapprof__cfg;
 /* The pid the library was initialised in (written once by the
  * constructor). */
 extern HP_HIDDEN long heapprof__init_pid;
-/* 1 in a fork child whose parent had ever run more than one thread: a
- * thread that does not exist here may have held the dynamic loader's
- * locks at the fork (inside dlopen, dlclose or dl_iterate_phdr), and
- * glibc 2.36 leaves them held in the child, where a dlopen then waits for
- * ever. Written by the fork child handler (init.c), read by
- * heapprof__lazy_libs (src/so/libs.c), which then loads nothing. */
-extern HP_HIDDEN int heapprof__no_dlopen;
 /* The process's command line, arguments separated by spaces (written once
  * by the constructor). */
 extern HP_HIDDEN char heapprof__cmdline[512];

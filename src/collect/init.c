@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/single_threaded.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -205,11 +204,6 @@ heapprof__warn_dup(const char *msg)
  * releases its atfork lock around each handler call): a shared counter
  * was a data race (TSan, tests/sanitize/driver.c).
  */
-/* __libc_single_threaded at the last fork's prepare handler (the
- * parent), for the child's heapprof__no_dlopen. */
-static char fork_single HP_FORK_BSS;
-HP_FORK_BSS int heapprof__no_dlopen;
-
 #define FORK_NEST 16
 static __thread int fork_depth __attribute__((tls_model("initial-exec")));
 static __thread unsigned char fork_state[FORK_NEST]
@@ -219,7 +213,6 @@ HP_RARE static void
 atfork_prepare(void)
 {
 	hp_tls *t = &heapprof__tls;
-	fork_single = __libc_single_threaded;
 	int d = fork_depth++;
 	if (d >= FORK_NEST)
 		return;
@@ -260,8 +253,6 @@ atfork_child(void)
 	/* A new seed and a new distance: otherwise the parent and each of
 	 * its children (prefork workers) would sample at the same offsets. */
 	heapprof__sampler_reset(&heapprof__tls);
-	if (!fork_single)
-		heapprof__no_dlopen = 1;
 	heapprof__range_atfork_child();
 	heapprof__arena_atfork_child();
 	heapprof__bucket_atfork_child();

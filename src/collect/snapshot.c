@@ -365,17 +365,10 @@ heapprof__snapshot_write(heapprof_write_fn *write, void *arg, int text)
 	return heapprof__snapshot_write_ex(write, arg, &o);
 }
 
-int heapprof__lazy_libs(void); /* src/so/libs.c, src/pprof/libfns.c */
-
 int
 heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
                             const hp_snap_opts *o)
 {
-	/* libz and libm, which every encoding needs (unsampling calls exp):
-	 * if they cannot be loaded here (a fork child of a threaded process,
-	 * libs.c), nothing is written; the loader said why, once. */
-	if (heapprof__lazy_libs() != 0)
-		return -ECANCELED;
 	int64_t now = heapprof__now_nanos();
 	heapprof_record *recs;
 	size_t n;

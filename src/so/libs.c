@@ -67,18 +67,6 @@ heapprof__lazy_libs_pending(void)
 int
 heapprof__lazy_libs(void)
 {
-	if (heapprof__no_dlopen && !atomic_load(&tried)) {
-		/* A fork child of a threaded process that had not loaded them:
-		 * dlopen could wait for ever on a loader lock held by a thread
-		 * of the parent (collect.h). No profile, one warning, no hang. */
-		static _Atomic int warned;
-		if (!atomic_exchange(&warned, 1))
-			heapprof__warn("a fork child of a multi-threaded process, "
-			               "which had not loaded libz and libm before the "
-			               "fork: no profile (HEAPPROF_SIGNAL, _INTERVAL or "
-			               "_HTTP load them at start-up)");
-		return -1;
-	}
 	pthread_once(&once, load);
 	return state;
 }

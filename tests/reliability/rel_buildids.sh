@@ -137,26 +137,3 @@ for how in exit _exit; do
 		fi
 	fi
 done
-
-# --- the same fork without HEAPPROF_SIGNAL: libz and libm not loaded yet,
-# so the child's exit dump would dlopen them, and dlopen waits for the
-# loader's lock, held by a thread that does not exist in the child: the
-# child hung for ever (found by this script's author). Now a fork child of
-# a threaded process loads nothing: it must exit, with one warning, and
-# the parent still writes its profile.
-for how in exit _exit; do
-	n=rel.buildids.fork_child_libs_pending.$how
-	d=$TMPD/forklibs.$how; mkdir -p "$d"
-	run_td $n 30 env HEAPPROF_RATE=1 HEAPPROF_OUT="$d/p.%p.pb.gz" \
-		LD_PRELOAD="$LIB" "$P" forkheld $how >"$d/out" 2>"$d/err"
-	rc=$RC
-	np=$(ls "$d" | grep -c '^p\..*\.pb\.gz$')
-	nw=$(grep -c 'fork child of a multi-threaded process' "$d/err")
-	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-		: # run_td said so
-	elif [ $rc -ne 0 ] || [ "$np" -ne 1 ] || [ "$nw" -ne 1 ]; then
-		fail $n "status $rc, $np profiles, $nw warnings: $(cat "$d/out") $(head -c 300 "$d/err")"
-	else
-		pass $n
-	fi
-done
