@@ -21,7 +21,12 @@
 #       never released in the child: glibc does not reset it) writes its
 #       exit profile, with the files' ids, and exits; libheapprof.so (no
 #       PC) is never opened for its id. A child's dump must not take that
-#       lock (it hung there when it did).
+#       lock (it hung there when it did). HEAPPROF_SIGNAL loads libz and
+#       libm at start-up.
+#   rel.buildids.fork_child_lock_held.lazy_libs.{exit,_exit}   the same
+#       without HEAPPROF_SIGNAL: libz and libm load at the parent's first
+#       pthread_create (src/so/libs.c), so the child's encoder never
+#       dlopens them (it waited for the held lock for ever before).
 . "$(dirname "$0")/lib.sh"
 need_lib rel.buildids
 oracle_tmpdir
@@ -102,13 +107,16 @@ for how in ret _exit term thread; do
 	fi
 done
 
-# --- a fork child whose parent held the loader's lock. HEAPPROF_SIGNAL
-# loads libz and libm at start-up: the child's first encoding would
-# otherwise dlopen them, which waits for that lock too (not this test's
-# subject).
+# --- a fork child whose parent held the loader's lock; libz and libm
+# loaded at start-up (HEAPPROF_SIGNAL) or at the first pthread_create.
+for libs in start lazy_libs; do
 for how in exit _exit; do
-	n=rel.buildids.fork_child_lock_held.$how
-	d=$TMPD/fork.$how; mkdir -p "$d"
+	if [ $libs = start ]; then
+		n=rel.buildids.fork_child_lock_held.$how sig=USR2
+	else
+		n=rel.buildids.fork_child_lock_held.$libs.$how sig=
+	fi
+	d=$TMPD/fork.$libs.$how; mkdir -p "$d"
 	# under strace if there is one (LD_PRELOAD for the program only)
 	if [ $STRACE = 1 ]; then
 		tr="strace -f -E LD_PRELOAD=$LIB -o $d/trace -e trace=openat,open"
@@ -116,7 +124,7 @@ for how in exit _exit; do
 		tr="env LD_PRELOAD=$LIB"
 	fi
 	run_td $n 60 env HEAPPROF_RATE=1 \
-		HEAPPROF_SIGNAL=USR2 HEAPPROF_OUT="$d/p.%p.pb.gz" \
+		HEAPPROF_SIGNAL=$sig HEAPPROF_OUT="$d/p.%p.pb.gz" \
 		$tr "$P" forkheld $how >"$d/out" 2>"$d/err"
 	rc=$RC
 	np=$(ls "$d" | grep -c '^p\..*\.pb\.gz$')
@@ -136,4 +144,5 @@ for how in exit _exit; do
 			pass $n
 		fi
 	fi
+done
 done
