@@ -27,7 +27,8 @@ strip_groups(const char *in, char *out)
 	int depth = 0;
 	char *w = out;
 	for (const char *p = in; *p;) {
-		if (depth == 0 && !strncmp(p, "(anonymous namespace)", 21)) {
+		if (depth == 0 && *p == '(' &&
+		    !strncmp(p, "(anonymous namespace)", 21)) {
 			memcpy(w, "(anonymous\x01namespace)", 21);
 			w += 21;
 			p += 21;
@@ -39,7 +40,7 @@ strip_groups(const char *in, char *out)
 				*w++ = *p == ' ' ? SPACE_KEPT : *p;
 				p++;
 			} while (*p && braces > 0);
-		} else if (depth == 0 && !strncmp(p, "operator", 8) &&
+		} else if (depth == 0 && *p == 'o' && !strncmp(p, "operator", 8) &&
 		           (p == in || p[-1] == ':' || p[-1] == ' ') &&
 		           !(p[8] >= 'a' && p[8] <= 'z') && p[8] != '_') {
 			memcpy(w, "operator", 8);
