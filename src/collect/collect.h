@@ -475,7 +475,9 @@ void heapprof__snapshot_atfork_reset(void);
 typedef struct hp_delivery {
 	void (*start)(void); /* constructor time */
 	void (*exit)(int dump); /* the at-exit dump (if dump) and last push;
-	                         * the busy flag set; once only */
+	                         * the busy flag set; once only. dump 2: an
+	                         * ending the process survives (PID 1), the
+	                         * profile only, any number of times */
 	void (*exit_wait)(int ms); /* waits (bounded) for another thread's exit */
 	void (*due)(void);   /* a sampled allocation, when armed */
 	void (*request)(void); /* one dump at the next safe point (peak.c) */

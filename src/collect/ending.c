@@ -152,11 +152,19 @@ find_ldso(void)
 	}
 }
 
+/* The first process of a PID namespace (a container's init, or the real
+ * one): the kernel ignores SIGTERM and SIGINT there while their action is
+ * the default one, and so the process runs on after our handler as it
+ * would without it. The handler then writes the exit profile without
+ * marking the process as exiting (later dumps and the real exit's profile
+ * still come) and stays in place: each such signal writes it again. Marked
+ * as exiting, such a process lost every later profile (rel.pid1.last). */
 static void
 on_ending(int sig, siginfo_t *si, void *uc)
 {
 	(void)si, (void)uc;
 	hp_tls *t = &heapprof__tls;
+	int survives = getpid() == 1;
 	int loader = 0;
 	if (!t->busy && heapprof__lazy_libs_pending()) {
 		hp_enter(t);
@@ -167,8 +175,11 @@ on_ending(int sig, siginfo_t *si, void *uc)
 		heapprof__warn("SIGTERM or SIGINT arrived inside the dynamic "
 		               "loader: no profile at this ending");
 	else
-		ending_dump(1, "SIGTERM or SIGINT arrived inside the profiler: "
+		ending_dump(survives ? 2 : 1,
+		            "SIGTERM or SIGINT arrived inside the profiler: "
 		            "no profile at this ending");
+	if (survives)
+		return;
 	/* The default action, now: the process dies of the signal. */
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));

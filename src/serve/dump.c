@@ -609,9 +609,39 @@ note_no_profile(void)
 	close(fd);
 }
 
+/* The exit profile of an ending the process survives (dump 2 below): the
+ * first process of a PID namespace, where the kernel ignores SIGTERM and
+ * SIGINT while their action is the default one. Written as the exit
+ * profile is, but the process is not exiting: later dumps go on, and its
+ * real exit writes the exit profile again, over this one. */
+HP_RARE static void
+survived_ending(void)
+{
+	if (atomic_load(&exiting))
+		return;
+	int cs = cancel_off();
+	if (!heapprof__cfg.write_empty && nothing_sampled()) {
+		/* nothing to write */
+	} else if (lock_bounded(EXIT_WAIT_MS)) {
+		pid_t me = getpid();
+		dump_file(NULL, 1);
+		unlock_from(me);
+	} else {
+		heapprof__warn("a dump in progress did not end within 5 s: "
+		               "no profile at this signal");
+	}
+	cancel_restore(cs);
+}
+
+/* dump: 0 none (the last push only), 1 the exit profile, 2 the exit
+ * profile of an ending the process survives (above). */
 HP_RARE void
 heapprof__serve_exit(int dump)
 {
+	if (dump == 2) {
+		survived_ending();
+		return;
+	}
 	if (atomic_exchange(&exiting, 1))
 		return;
 	int cs = cancel_off();
