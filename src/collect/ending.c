@@ -137,6 +137,24 @@ in_loader(hp_tls *t)
 	return 0;
 }
 
+/* exit() called by a signal handler (the program's) that interrupted
+ * dlopen or dlclose in the middle of changing the list of loaded objects,
+ * before libz and libm were loaded: the exit dump's dlopen of them would
+ * nest in the interrupted one, as above (rel.termdl.exit_status_3: status
+ * 127 and ld.so's "r->r_state == RT_ADD" assertion, 10 runs in 24). The
+ * loader says so itself: _r_debug's state is RT_ADD or RT_DELETE then (the
+ * debugger's interface; RT_CONSISTENT again before relocation and
+ * constructors, which may call exit() and dlopen in turn). The stack
+ * cannot tell here: the exit dump runs under _dl_fini, through crtstuff's
+ * destructor, which has no unwind information. Called by init.c's exit
+ * dump. */
+HP_RARE int
+heapprof__ending_exit_in_loader(void)
+{
+	return heapprof__lazy_libs_pending() &&
+	       *(volatile int *)&_r_debug.r_state != RT_CONSISTENT;
+}
+
 /* ld.so's mapping (at start): the object at the interpreter's base, or,
  * run as `ld.so PROGRAM` (no AT_BASE), the one holding _r_debug. */
 HP_RARE static void

@@ -289,7 +289,13 @@ exit_dump(void)
 	}
 	hp_enter(t);
 	int saved = errno;
-	if (heapprof__hooks()) {
+	if (heapprof__ending_exit_in_loader && heapprof__cfg.at_exit &&
+	    (heapprof__bucket_count() || heapprof__cfg.write_empty) &&
+	    heapprof__ending_exit_in_loader()) { /* a profile to encode */
+		heapprof__warn("exit() called while the dynamic loader was "
+		               "changing the loaded objects (from a signal "
+		               "handler?): no exit profile");
+	} else if (heapprof__hooks()) {
 		heapprof__delivery.exit(heapprof__cfg.at_exit); /* SIGXFSZ handling: see dump.c */
 		/* A SIGTERM on another thread may be writing the profile: the
 		 * process must not end under it (ending.c). */

@@ -4,17 +4,29 @@
  * that lands inside the dynamic loader must still end the program with
  * status 143: the exit profile's handler must not dlopen libz and libm
  * inside the interrupted dlopen.
+ * With a second argument "exit", the program's own SIGTERM handler calls
+ * exit(3): the exit dump must not do it either (status 3 every time).
  */
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void
+on_term(int sig)
+{
+	(void)sig;
+	exit(3);
+}
 
 int
 main(int argc, char **argv)
 {
 	if (argc < 2)
 		return 2;
+	if (argc > 2 && !strcmp(argv[2], "exit"))
+		signal(SIGTERM, on_term);
 	void *keep[64];
 	for (int i = 0; i < 64; i++) {
 		keep[i] = malloc(4096);
