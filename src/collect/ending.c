@@ -333,10 +333,25 @@ __sysv_signal(int sig, sighandler_t h)
 	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER);
 }
 
+/* _exit and _Exit: usually a signal handler's way out, so the same two
+ * checks as the ending handler's and the exit dump's before anything may
+ * dlopen (rel.termdl._exit_status_3: status 127 in 6 runs of 24). */
 HP_RARE static _Noreturn void
 leave(int status)
 {
-	if (exit_on)
+	hp_tls *t = &heapprof__tls;
+	int loader = 0;
+	if (exit_on && heapprof__cfg.at_exit && !t->busy &&
+	    heapprof__lazy_libs_pending() &&
+	    (heapprof__bucket_count() || heapprof__cfg.write_empty)) {
+		hp_enter(t);
+		loader = heapprof__ending_exit_in_loader() || in_loader(t);
+		hp_leave(t);
+	}
+	if (loader)
+		heapprof__warn("_exit() called inside the dynamic loader (from a "
+		               "signal handler?): no exit profile");
+	else if (exit_on)
 		ending_dump(heapprof__cfg.at_exit, "_exit() called inside the profiler (from a signal "
 		            "handler?): no exit profile");
 	if (real_exit)

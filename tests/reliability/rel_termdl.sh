@@ -5,8 +5,8 @@
 # ("Inconsistency detected by ld.so: dl-load.c: ... r->r_state == RT_ADD",
 # status 127 instead of 143, in about 1 run in 8). The status must be 143
 # every time (rel.termdl.status_143). The same with the program's own
-# handler calling exit(3) (rel.termdl.exit_status_3: the exit dump nested
-# the same dlopen). Program rprog_termdl.c (loops over libcrypt, or
+# handler calling exit(3) or _exit(3) (rel.termdl.exit_status_3,
+# rel.termdl._exit_status_3: the exit dump nested the same dlopen). Program rprog_termdl.c (loops over libcrypt, or
 # librchurn).
 . "$(dirname "$0")/lib.sh"
 need_lib rel.termdl
@@ -14,9 +14,9 @@ oracle_tmpdir
 L=/usr/lib/x86_64-linux-gnu/libcrypt.so.1
 [ -f "$L" ] || L=$PROG/librchurn.so
 runs=$(by_tier 24 100)
-for mode in default exit; do
+for mode in default exit _exit; do
 if [ $mode = default ]; then n=rel.termdl.status_143 want=143
-else n=rel.termdl.exit_status_3 want=3; fi
+else n=rel.termdl.${mode}_status_3 want=3; fi
 bad=0 i=0 what=""
 while [ $i -lt $runs ]; do
 	i=$((i + 1))

@@ -4,20 +4,29 @@
  * that lands inside the dynamic loader must still end the program with
  * status 143: the exit profile's handler must not dlopen libz and libm
  * inside the interrupted dlopen.
- * With a second argument "exit", the program's own SIGTERM handler calls
- * exit(3): the exit dump must not do it either (status 3 every time).
+ * With a second argument "exit" ("_exit"), the program's own SIGTERM
+ * handler calls exit(3) (_exit(3)): the exit dump must not do it either
+ * (status 3 every time).
  */
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void
 on_term(int sig)
 {
 	(void)sig;
 	exit(3);
+}
+
+static void
+on_term_now(int sig)
+{
+	(void)sig;
+	_exit(3);
 }
 
 int
@@ -27,6 +36,8 @@ main(int argc, char **argv)
 		return 2;
 	if (argc > 2 && !strcmp(argv[2], "exit"))
 		signal(SIGTERM, on_term);
+	if (argc > 2 && !strcmp(argv[2], "_exit"))
+		signal(SIGTERM, on_term_now);
 	void *keep[64];
 	for (int i = 0; i < 64; i++) {
 		keep[i] = malloc(4096);
