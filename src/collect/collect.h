@@ -273,6 +273,9 @@ void *heapprof__range_private(size_t size, size_t align, bool zero);
 /* Bytes usable from the user pointer to the end of the object's slot or
  * run (>= its size; for page-aligned blocks a whole number of pages). */
 size_t heapprof__range_usable(const hp_obj *o);
+/* Makes the pages of [p, p + size) present in one system call (the
+ * profiler's own blocks; range.c says why). errno is kept. */
+void heapprof__range_populate(void *p, size_t size);
 /* Gives the object's pages back. */
 void heapprof__range_free(hp_obj *o);
 HP_INLINE hp_obj *

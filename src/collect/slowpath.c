@@ -209,7 +209,11 @@ realloc_owned(hp_tls *t, void *p, size_t n, uintptr_t ra, int extra)
 	}
 	size_t usable = heapprof__range_usable(o);
 	if (o->magic == HP_PRIV_MAGIC && n <= usable && t->busy) {
-		o->size = n; /* the profiler's own block: grows in place */
+		/* the profiler's own block: grows in place, its new pages
+		 * made present at once (range.c) */
+		if (n > o->size && n - o->size >= 4096)
+			heapprof__range_populate((char *)p + o->size, n - o->size);
+		o->size = n;
 		return p;
 	}
 	void *q = t->busy ? priv_alloc(n, 16, false) : NULL;
