@@ -609,55 +609,47 @@ note_no_profile(void)
 	close(fd);
 }
 
-/* The exit profile of an ending the process survives (dump 2 below): the
- * first process of a PID namespace, where the kernel ignores SIGTERM and
- * SIGINT while their action is the default one. Written as the exit
- * profile is, but the process is not exiting: later dumps go on, and its
- * real exit writes the exit profile again, over this one. */
-HP_RARE static void
-survived_ending(void)
+/* The exit profile, unless nothing was sampled (then `heapprof run` is
+ * told, if `note`); waits a bounded time for a dump in progress. */
+static void
+exit_profile(int note)
 {
-	if (atomic_load(&exiting))
-		return;
-	int cs = cancel_off();
 	if (!heapprof__cfg.write_empty && nothing_sampled()) {
-		/* nothing to write */
+		if (note)
+			note_no_profile();
 	} else if (lock_bounded(EXIT_WAIT_MS)) {
 		pid_t me = getpid();
 		dump_file(NULL, 1);
 		unlock_from(me);
 	} else {
 		heapprof__warn("a dump in progress did not end within 5 s: "
-		               "no profile at this signal");
+		               "no exit profile");
 	}
-	cancel_restore(cs);
 }
 
 /* dump: 0 none (the last push only), 1 the exit profile, 2 the exit
- * profile of an ending the process survives (above). */
+ * profile of an ending the process survives: the first process of a PID
+ * namespace, where the kernel ignores SIGTERM and SIGINT while their
+ * action is the default one. That one is written as the exit profile is,
+ * but the process is not exiting: later dumps go on, and its real exit
+ * writes the exit profile again, over this one. */
 HP_RARE void
 heapprof__serve_exit(int dump)
 {
 	if (dump == 2) {
-		survived_ending();
+		if (!atomic_load(&exiting)) {
+			int cs = cancel_off();
+			exit_profile(0);
+			cancel_restore(cs);
+		}
 		return;
 	}
 	if (atomic_exchange(&exiting, 1))
 		return;
 	int cs = cancel_off();
 	atomic_store(&exit_pid, (long)getpid());
-	if (dump) {
-		if (!heapprof__cfg.write_empty && nothing_sampled()) {
-			note_no_profile();
-		} else if (lock_bounded(EXIT_WAIT_MS)) {
-			pid_t me = getpid();
-			dump_file(NULL, 1);
-			unlock_from(me);
-		} else {
-			heapprof__warn("a dump in progress did not end within 5 s: "
-			               "no exit profile");
-		}
-	}
+	if (dump)
+		exit_profile(1);
 	heapprof__push_exit();
 	atomic_store(&exit_done, 1);
 	cancel_restore(cs);
