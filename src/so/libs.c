@@ -17,7 +17,8 @@
  *   - otherwise at the first exit dump or API call that encodes, decodes or
  *     unsamples: the program's own context (an exit() from a signal handler
  *     that interrupted the dynamic loader would be the exception).
- * Once: pthread_once; a failure warns once and those paths fail cleanly.
+ * Once: pthread_once; a failure warns once and those paths fail cleanly
+ * (not the first thread's: before_first_thread).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -32,11 +33,15 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int state; /* 0 loaded, -1 not (written once, under `once`) */
 static _Atomic int tried; /* load() has run: no dlopen left to do */
 
+#define LIBZ "libz.so.1"
+#define LIBM "libm.so.6"
+#define LIB_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)
+
 static void
 load(void)
 {
-	void *z = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	void *m = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	void *z = dlopen(LIBZ, LIB_FLAGS);
+	void *m = dlopen(LIBM, LIB_FLAGS);
 	hp_libfns f;
 	int ok = z && m;
 	if (ok) {
@@ -102,11 +107,23 @@ libs_wanted(void)
 static void
 before_first_thread(void)
 {
-	if (!libs_wanted())
-		return;
+	if (!libs_wanted() || atomic_load(&tried))
+		return; /* not wanted, or loaded already (at start-up) */
 	hp_tls *t = &heapprof__tls;
 	hp_enter(t);
-	heapprof__lazy_libs();
+	/* Not final if it fails (no fd left: a server at RLIMIT_NOFILE;
+	 * RLIMIT_AS), nor a warning: the first dump tries again, once fds
+	 * are free, and warns if it fails then (a failure here lost the
+	 * exit profile). Opened here, both stay (RTLD_NODELETE): load()
+	 * finds them loaded, without a file to open. */
+	void *z = dlopen(LIBZ, LIB_FLAGS);
+	void *m = z ? dlopen(LIBM, LIB_FLAGS) : NULL;
+	if (m) {
+		heapprof__lazy_libs();
+		dlclose(m);
+	}
+	if (z)
+		dlclose(z);
 	hp_leave(t);
 }
 
