@@ -8,7 +8,8 @@
  *     endpoint or push is on: their dumps may run in a signal handler or
  *     inside malloc, where dlopen must not be called;
  *   - at the program's first pthread_create or thrd_create (interposed
- *     here; not in a process that will never dump on its own), while the
+ *     here; not in a process that samples nothing and never dumps on its
+ *     own: libs_wanted), while the
  *     process still has one thread: no other thread can hold the loader's
  *     locks then. glibc 2.36 does not reset the loader's write lock in a
  *     fork child, so a child whose parent had another thread inside
@@ -88,17 +89,20 @@ heapprof__lazy_libs(void)
 /* ------------------------------------------------------ thread creation */
 
 /* Whether the first thread must load libz and libm: unless the constructor
- * has run and found a process that will never dump on its own (not one
- * HEAPPROF_ONLY names, setuid, HEAPPROF_EXIT=0 without push; the other
- * dumps loaded them at start-up). Such a process's only encodings are the
- * program's own heapprof_ calls, which load them as before. Before the
- * constructor (a library's constructor starting a thread): load. */
+ * has run and found a process that samples nothing and will never dump on
+ * its own (not one HEAPPROF_ONLY names; HEAPPROF_RATE=0 with
+ * HEAPPROF_EXIT=0; the other dumps loaded them at start-up). Such a
+ * process's only encodings are the program's own heapprof_ calls, which
+ * load them as before. HEAPPROF_EXIT=0 alone still loads: its program's
+ * heapprof_dump_file() in a fork child must not need the loader. Before
+ * the constructor (a library's constructor starting a thread): load. */
 static int
 libs_wanted(void)
 {
 	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire))
 		return 1;
-	return heapprof__cfg.at_exit || heapprof__cfg.push[0];
+	return heapprof__cfg.at_exit || heapprof__cfg.push[0] ||
+	       atomic_load_explicit(&heapprof__cfg.rate, memory_order_relaxed);
 }
 
 /* Before the process's first thread (see the top). The loader's

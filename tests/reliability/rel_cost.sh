@@ -75,12 +75,16 @@ fi
 # child of a threaded process must never need the loader), whether made
 # by pthread_create or by C11 thrd_create (glibc does not go through the
 # PLT's pthread_create there: it loaded nothing before, and such a child
-# hung, rel_buildids.sh). A process that will never dump on its own
-# (not one HEAPPROF_ONLY names, HEAPPROF_EXIT=0) loads neither: +94 k
-# instructions and ~24 page faults in each of them before.
-for how in pthread c11; do
-	run_t rel.cost.thread_loads_libs.$how 60 env HEAPPROF_OUT="$TMPD/t.%p.pb.gz" \
-		LD_PRELOAD="$LIB" "$P/rprog_nolibs" $how >"$TMPD/thr.out" 2>&1
+# hung, rel_buildids.sh); with HEAPPROF_EXIT=0 too (the program's own
+# heapprof_dump_file in a fork child). A process that samples nothing and
+# will never dump on its own (not one HEAPPROF_ONLY names; HEAPPROF_RATE=0
+# with HEAPPROF_EXIT=0) loads neither: +94 k instructions and ~24 page
+# faults in each of them before.
+for how in pthread c11 exit0; do
+	e=HEAPPROF_EXIT=1 prog=$how
+	[ $how = exit0 ] && e=HEAPPROF_EXIT=0 prog=pthread
+	run_t rel.cost.thread_loads_libs.$how 60 env $e HEAPPROF_OUT="$TMPD/t.%p.pb.gz" \
+		LD_PRELOAD="$LIB" "$P/rprog_nolibs" $prog >"$TMPD/thr.out" 2>&1
 	if [ "$RC" -eq 0 ] && [ "$(tr '\n' ' ' <"$TMPD/thr.out")" = "start 0 0 thread 1 1 end 1 1 " ]; then
 		pass rel.cost.thread_loads_libs.$how
 	else
@@ -100,10 +104,10 @@ if [ "$RC" -eq 0 ] && [ "$(tr '\n' ' ' <"$TMPD/nofd.out")" = "start 0 0 thread 0
 else
 	fail rel.cost.thread_load_failure_not_final "status $RC, $(nfiles "$d") files: $(tr '\n' ' ' <"$TMPD/nofd.out") $(head -c 200 "$TMPD/nofd.err")"
 fi
-for cfg in only exit0; do
+for cfg in only rate0_exit0; do
 	case $cfg in
 	only) e=HEAPPROF_ONLY=no-such-program ;;
-	exit0) e=HEAPPROF_EXIT=0 ;;
+	rate0_exit0) e="HEAPPROF_RATE=0 HEAPPROF_EXIT=0" ;;
 	esac
 	run_t rel.cost.unprofiled_thread_loads_no_libs.$cfg 60 env $e HEAPPROF_OUT="$TMPD/u.%p.pb.gz" \
 		LD_PRELOAD="$LIB" "$P/rprog_nolibs" pthread >"$TMPD/thr.out" 2>&1
