@@ -7,7 +7,9 @@
  *   - at start-up (init.c) when HEAPPROF_SIGNAL, HEAPPROF_INTERVAL, the
  *     endpoint or push is on: their dumps may run in a signal handler or
  *     inside malloc, where dlopen must not be called;
- *   - at the program's first pthread_create (interposed here), while the
+ *   - at the program's first pthread_create or thrd_create (interposed
+ *     here; not in a process that samples nothing and never dumps on its
+ *     own: libs_wanted), while the
  *     process still has one thread: no other thread can hold the loader's
  *     locks then. glibc 2.36 does not reset the loader's write lock in a
  *     fork child, so a child whose parent had another thread inside
@@ -16,11 +18,13 @@
  *   - otherwise at the first exit dump or API call that encodes, decodes or
  *     unsamples: the program's own context (an exit() from a signal handler
  *     that interrupted the dynamic loader would be the exception).
- * Once: pthread_once; a failure warns once and those paths fail cleanly.
+ * Once: pthread_once; a failure warns once and those paths fail cleanly
+ * (not the first thread's: before_first_thread).
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <threads.h>
 
 #include "../collect/collect.h"
 #include "../pprof/lazylibs.h"
@@ -30,11 +34,15 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int state; /* 0 loaded, -1 not (written once, under `once`) */
 static _Atomic int tried; /* load() has run: no dlopen left to do */
 
+#define LIBZ "libz.so.1"
+#define LIBM "libm.so.6"
+#define LIB_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)
+
 static void
 load(void)
 {
-	void *z = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-	void *m = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	void *z = dlopen(LIBZ, LIB_FLAGS);
+	void *m = dlopen(LIBM, LIB_FLAGS);
 	hp_libfns f;
 	int ok = z && m;
 	if (ok) {
@@ -78,50 +86,130 @@ heapprof__lazy_libs(void)
 	return state;
 }
 
-/* ------------------------------------------------------ pthread_create */
+/* ------------------------------------------------------ thread creation */
+
+/* Whether the first thread must load libz and libm: unless the constructor
+ * has run and found a process that samples nothing and will never dump on
+ * its own (not one HEAPPROF_ONLY names; HEAPPROF_RATE=0 with
+ * HEAPPROF_EXIT=0; the other dumps loaded them at start-up). Such a
+ * process's only encodings are the program's own heapprof_ calls, which
+ * load them as before. HEAPPROF_EXIT=0 alone still loads: its program's
+ * heapprof_dump_file() in a fork child must not need the loader. Before
+ * the constructor (a library's constructor starting a thread): load. */
+static int
+libs_wanted(void)
+{
+	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire))
+		return 1;
+	return heapprof__cfg.at_exit || heapprof__cfg.push[0] ||
+	       atomic_load_explicit(&heapprof__cfg.rate, memory_order_relaxed);
+}
+
+/* Before the process's first thread (see the top). The loader's
+ * allocations are the profiler's, not the program's: unsampled, as
+ * inside every dump. */
+static void
+before_first_thread(void)
+{
+	if (!libs_wanted() || atomic_load(&tried))
+		return; /* not wanted, or loaded already (at start-up) */
+	hp_tls *t = &heapprof__tls;
+	hp_enter(t);
+	/* Not final if it fails (no fd left: a server at RLIMIT_NOFILE;
+	 * RLIMIT_AS), nor a warning: the first dump tries again, once fds
+	 * are free, and warns if it fails then (a failure here lost the
+	 * exit profile). Opened here, both stay (RTLD_NODELETE): load()
+	 * finds them loaded, without a file to open. */
+	void *z = dlopen(LIBZ, LIB_FLAGS);
+	void *m = z ? dlopen(LIBM, LIB_FLAGS) : NULL;
+	if (m) {
+		heapprof__lazy_libs();
+		dlclose(m);
+	}
+	if (z)
+		dlclose(z);
+	hp_leave(t);
+}
+
+/* The next definition of NAME after ours (RTLD_NEXT), else libc's own
+ * (a fallback that cannot name ours again: no recursion). */
+static void *
+next_fn(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	if (!f) {
+		void *c = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+		if (c) {
+			f = dlsym(c, name);
+			dlclose(c);
+		}
+	}
+	return f;
+}
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *,
                          void *(*)(void *), void *);
-static _Atomic(create_fn) create_next; /* set once, first call (atomic) */
+typedef int (*thrd_create_fn)(thrd_t *, thrd_start_t, void *);
+/* Set once, by the first call, after libz and libm are loaded (so that a
+ * concurrent first call waits for them in heapprof__lazy_libs): atomic. */
+static _Atomic(create_fn) create_next;
+static _Atomic(thrd_create_fn) thrd_create_next;
 
-/* The next pthread_create, after loading libz and libm (see the top); 0
- * if there is none. */
 static HP_NOINLINE HP_RARE create_fn
 create_first(void)
 {
 	int saved = errno;
-	create_fn next = atomic_load_explicit(&create_next, memory_order_acquire);
-	if (!next) {
-		next = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
-		if (!next) /* loaded after libc (dlopen) */
-			next = (create_fn)dlsym(RTLD_DEFAULT, "pthread_create");
-		atomic_store_explicit(&create_next, next, memory_order_release);
-	}
-	/* The loader's allocations are the profiler's, not the program's:
-	 * unsampled, as inside every dump. */
-	hp_tls *t = &heapprof__tls;
-	hp_enter(t);
-	heapprof__lazy_libs();
-	hp_leave(t);
+	create_fn next;
+	*(void **)&next = next_fn("pthread_create");
+	before_first_thread();
+	atomic_store_explicit(&create_next, next, memory_order_release);
 	errno = saved;
 	return next;
 }
 
 /* Threads the program creates start as they would without the profiler;
- * the first call loads libz and libm first. Threads glibc makes for
- * itself (timer_create's SIGEV_THREAD, AIO) do not come here. A tail
- * call: no frame of ours in the new thread's stacks nor in those of what
- * pthread_create allocates. */
+ * the first call loads libz and libm first. A tail call: no frame of ours
+ * in the new thread's stacks nor in those of what pthread_create
+ * allocates. */
 HP_EXPORT int
 pthread_create(pthread_t *th, const pthread_attr_t *attr,
                void *(*fn)(void *), void *arg)
 {
 	create_fn next = atomic_load_explicit(&create_next, memory_order_acquire);
-	if (__builtin_expect(!next || !atomic_load_explicit(&tried,
-	                     memory_order_relaxed), 0)) {
+	if (__builtin_expect(!next, 0)) {
 		next = create_first();
 		if (!next)
 			return EAGAIN;
 	}
 	return next(th, attr, fn, arg);
+}
+
+static HP_NOINLINE HP_RARE thrd_create_fn
+thrd_create_first(void)
+{
+	int saved = errno;
+	thrd_create_fn next;
+	*(void **)&next = next_fn("thrd_create");
+	before_first_thread();
+	atomic_store_explicit(&thrd_create_next, next, memory_order_release);
+	errno = saved;
+	return next;
+}
+
+/* C11 threads: glibc's thrd_create calls its pthread_create internally,
+ * not through the PLT, so it is interposed as well (a C11 program's fork
+ * children hung in their exit dump's dlopen otherwise). Threads glibc
+ * makes for itself (timer_create's SIGEV_THREAD, mq_notify, AIO,
+ * getaddrinfo_a) still come through neither. */
+HP_EXPORT int
+thrd_create(thrd_t *th, thrd_start_t fn, void *arg)
+{
+	thrd_create_fn next = atomic_load_explicit(&thrd_create_next,
+	                                           memory_order_acquire);
+	if (__builtin_expect(!next, 0)) {
+		next = thrd_create_first();
+		if (!next)
+			return thrd_error;
+	}
+	return next(th, fn, arg);
 }

@@ -27,6 +27,10 @@
 #       without HEAPPROF_SIGNAL: libz and libm load at the parent's first
 #       pthread_create (src/so/libs.c), so the child's encoder never
 #       dlopens them (it waited for the held lock for ever before).
+#   rel.buildids.fork_child_lock_held.lazy_libs_c11.{exit,_exit}   the
+#       same with the parent's threads made by C11 thrd_create, which
+#       glibc runs without calling pthread_create through the PLT: it is
+#       interposed too (the child hung as above before).
 . "$(dirname "$0")/lib.sh"
 need_lib rel.buildids
 oracle_tmpdir
@@ -108,14 +112,17 @@ for how in ret _exit term thread; do
 done
 
 # --- a fork child whose parent held the loader's lock; libz and libm
-# loaded at start-up (HEAPPROF_SIGNAL) or at the first pthread_create.
-for libs in start lazy_libs; do
+# loaded at start-up (HEAPPROF_SIGNAL) or at the first pthread_create or
+# thrd_create.
+for libs in start lazy_libs lazy_libs_c11; do
 for how in exit _exit; do
+	mode=forkheld
 	if [ $libs = start ]; then
 		n=rel.buildids.fork_child_lock_held.$how sig=USR2
 	else
 		n=rel.buildids.fork_child_lock_held.$libs.$how sig=
 	fi
+	[ $libs = lazy_libs_c11 ] && mode=forkheld_c11
 	d=$TMPD/fork.$libs.$how; mkdir -p "$d"
 	# under strace if there is one (LD_PRELOAD for the program only)
 	if [ $STRACE = 1 ]; then
@@ -125,7 +132,7 @@ for how in exit _exit; do
 	fi
 	run_td $n 60 env HEAPPROF_RATE=1 \
 		HEAPPROF_SIGNAL=$sig HEAPPROF_OUT="$d/p.%p.pb.gz" \
-		$tr "$P" forkheld $how >"$d/out" 2>"$d/err"
+		$tr "$P" $mode $how >"$d/out" 2>"$d/err"
 	rc=$RC
 	np=$(ls "$d" | grep -c '^p\..*\.pb\.gz$')
 	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then

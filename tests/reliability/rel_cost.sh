@@ -71,6 +71,53 @@ else
 	fail rel.cost.growth_dump_libs_at_start "status $RC: $(tr '\n' ' ' <"$TMPD/nolibs.out") files: $(ls "$TMPD" | grep '^g\.' | head -3 | tr '\n' ' ')"
 fi
 
+# A profiled process's first thread loads them (src/so/libs.c: a fork
+# child of a threaded process must never need the loader), whether made
+# by pthread_create or by C11 thrd_create (glibc does not go through the
+# PLT's pthread_create there: it loaded nothing before, and such a child
+# hung, rel_buildids.sh); with HEAPPROF_EXIT=0 too (the program's own
+# heapprof_dump_file in a fork child). A process that samples nothing and
+# will never dump on its own (not one HEAPPROF_ONLY names; HEAPPROF_RATE=0
+# with HEAPPROF_EXIT=0) loads neither: +94 k instructions and ~24 page
+# faults in each of them before.
+for how in pthread c11 exit0; do
+	e=HEAPPROF_EXIT=1 prog=$how
+	[ $how = exit0 ] && e=HEAPPROF_EXIT=0 prog=pthread
+	run_t rel.cost.thread_loads_libs.$how 60 env $e HEAPPROF_OUT="$TMPD/t.%p.pb.gz" \
+		LD_PRELOAD="$LIB" "$P/rprog_nolibs" $prog >"$TMPD/thr.out" 2>&1
+	if [ "$RC" -eq 0 ] && [ "$(tr '\n' ' ' <"$TMPD/thr.out")" = "start 0 0 thread 1 1 end 1 1 " ]; then
+		pass rel.cost.thread_loads_libs.$how
+	else
+		fail rel.cost.thread_loads_libs.$how "status $RC: $(tr '\n' ' ' <"$TMPD/thr.out" | head -c 300)"
+	fi
+done
+# A failed load there is not final: with every fd in use at the first
+# pthread_create (a server at RLIMIT_NOFILE) the exit dump loads them once
+# fds are free again (the failure at the thread lost the profile: "cannot
+# load libz.so.1 or libm.so.6: no profile can be written").
+d=$TMPD/nofd; mkdir -p "$d"
+run_t rel.cost.thread_load_failure_not_final 60 env HEAPPROF_RATE=1 HEAPPROF_OUT="$d/p.%p.pb.gz" \
+	LD_PRELOAD="$LIB" "$P/rprog_nolibs" nofd >"$TMPD/nofd.out" 2>"$TMPD/nofd.err"
+if [ "$RC" -eq 0 ] && [ "$(tr '\n' ' ' <"$TMPD/nofd.out")" = "start 0 0 thread 0 0 end 0 0 " ] &&
+   [ "$(nfiles "$d")" -eq 1 ] && ! grep -q 'cannot load' "$TMPD/nofd.err"; then
+	parses rel.cost.thread_load_failure_not_final "$d"/*.pb.gz
+else
+	fail rel.cost.thread_load_failure_not_final "status $RC, $(nfiles "$d") files: $(tr '\n' ' ' <"$TMPD/nofd.out") $(head -c 200 "$TMPD/nofd.err")"
+fi
+for cfg in only rate0_exit0; do
+	case $cfg in
+	only) e=HEAPPROF_ONLY=no-such-program ;;
+	rate0_exit0) e="HEAPPROF_RATE=0 HEAPPROF_EXIT=0" ;;
+	esac
+	run_t rel.cost.unprofiled_thread_loads_no_libs.$cfg 60 env $e HEAPPROF_OUT="$TMPD/u.%p.pb.gz" \
+		LD_PRELOAD="$LIB" "$P/rprog_nolibs" pthread >"$TMPD/thr.out" 2>&1
+	if [ "$RC" -eq 0 ] && [ "$(tr '\n' ' ' <"$TMPD/thr.out")" = "start 0 0 thread 0 0 end 0 0 " ]; then
+		pass rel.cost.unprofiled_thread_loads_no_libs.$cfg
+	else
+		fail rel.cost.unprofiled_thread_loads_no_libs.$cfg "status $RC: $(tr '\n' ' ' <"$TMPD/thr.out" | head -c 300)"
+	fi
+done
+
 # A dump in a signal handler (or inside malloc) must not call dlsym or
 # dlopen: the encoder's look for a C++ demangler already in the process
 # (dlsym, dlopen RTLD_NOLOAD: the loader's lock, which the interrupted code

@@ -16,6 +16,9 @@
  *                           lock, whose holder does not exist in the child.
  *                           The parent releases the thread, reaps the
  *                           child, exits with its status.
+ *   rprog_buildids forkheld_c11 [_exit]  the same with the holder made
+ *                           by C11 thrd_create, which glibc runs without
+ *                           calling pthread_create through the PLT.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -27,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <threads.h>
 #include <unistd.h>
 
 static void *keep[64];
@@ -67,6 +71,13 @@ holder(void *arg)
 	return NULL;
 }
 
+static int
+holder_c11(void *arg)
+{
+	holder(arg);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -92,9 +103,12 @@ main(int argc, char **argv)
 			raise(SIGTERM);
 		return 0;
 	}
-	if ((argc == 2 || argc == 3) && !strcmp(argv[1], "forkheld")) {
+	int c11 = (argc == 2 || argc == 3) && !strcmp(argv[1], "forkheld_c11");
+	if ((argc == 2 || argc == 3) && (c11 || !strcmp(argv[1], "forkheld"))) {
 		pthread_t t;
-		if (pthread_create(&t, NULL, holder, NULL))
+		thrd_t t11;
+		if (c11 ? thrd_create(&t11, holder_c11, NULL) != thrd_success
+		        : pthread_create(&t, NULL, holder, NULL) != 0)
 			return 2;
 		while (!atomic_load(&holding))
 			usleep(1000);
@@ -106,13 +120,16 @@ main(int argc, char **argv)
 			exit(0); /* the exit dump */
 		}
 		atomic_store(&release_it, 1);
-		pthread_join(t, NULL);
+		if (c11)
+			thrd_join(t11, NULL);
+		else
+			pthread_join(t, NULL);
 		int st = 0;
 		if (pid < 0 || waitpid(pid, &st, 0) != pid)
 			return 3;
 		printf("child %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128);
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 4;
 	}
-	fprintf(stderr, "usage: rprog_buildids marker|forkheld [_exit|term|thread]\n");
+	fprintf(stderr, "usage: rprog_buildids marker|forkheld|forkheld_c11 [_exit|term|thread]\n");
 	return 2;
 }
