@@ -150,19 +150,20 @@ next_fn(const char *name)
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *,
                          void *(*)(void *), void *);
 typedef int (*thrd_create_fn)(thrd_t *, thrd_start_t, void *);
-/* Set once, by the first call, after libz and libm are loaded (so that a
- * concurrent first call waits for them in heapprof__lazy_libs): atomic. */
-static _Atomic(create_fn) create_next;
-static _Atomic(thrd_create_fn) thrd_create_next;
+/* The next definitions, as dlsym gives them. Set once, by the first call,
+ * after libz and libm are loaded (so that a concurrent first call waits
+ * for them in heapprof__lazy_libs): atomic. */
+static _Atomic(void *) create_next, thrd_create_next;
 
-static HP_NOINLINE HP_RARE create_fn
-create_first(void)
+/* The first call of either wrapper: the next function (0 if none), libz
+ * and libm loaded first. */
+static HP_NOINLINE HP_RARE void *
+first_call(const char *name, _Atomic(void *) *slot)
 {
 	int saved = errno;
-	create_fn next;
-	*(void **)&next = next_fn("pthread_create");
+	void *next = next_fn(name);
 	before_first_thread();
-	atomic_store_explicit(&create_next, next, memory_order_release);
+	atomic_store_explicit(slot, next, memory_order_release);
 	errno = saved;
 	return next;
 }
@@ -171,29 +172,22 @@ create_first(void)
  * the first call loads libz and libm first. A tail call: no frame of ours
  * in the new thread's stacks nor in those of what pthread_create
  * allocates. */
+static HP_NOINLINE HP_RARE int
+create_slow(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *),
+            void *arg)
+{
+	void *next = first_call("pthread_create", &create_next);
+	return next ? ((create_fn)next)(th, attr, fn, arg) : EAGAIN;
+}
+
 HP_EXPORT int
 pthread_create(pthread_t *th, const pthread_attr_t *attr,
                void *(*fn)(void *), void *arg)
 {
-	create_fn next = atomic_load_explicit(&create_next, memory_order_acquire);
-	if (__builtin_expect(!next, 0)) {
-		next = create_first();
-		if (!next)
-			return EAGAIN;
-	}
-	return next(th, attr, fn, arg);
-}
-
-static HP_NOINLINE HP_RARE thrd_create_fn
-thrd_create_first(void)
-{
-	int saved = errno;
-	thrd_create_fn next;
-	*(void **)&next = next_fn("thrd_create");
-	before_first_thread();
-	atomic_store_explicit(&thrd_create_next, next, memory_order_release);
-	errno = saved;
-	return next;
+	void *next = atomic_load_explicit(&create_next, memory_order_acquire);
+	if (__builtin_expect(!next, 0))
+		return create_slow(th, attr, fn, arg);
+	return ((create_fn)next)(th, attr, fn, arg);
 }
 
 /* C11 threads: glibc's thrd_create calls its pthread_create internally,
@@ -201,15 +195,18 @@ thrd_create_first(void)
  * children hung in their exit dump's dlopen otherwise). Threads glibc
  * makes for itself (timer_create's SIGEV_THREAD, mq_notify, AIO,
  * getaddrinfo_a) still come through neither. */
+static HP_NOINLINE HP_RARE int
+thrd_create_slow(thrd_t *th, thrd_start_t fn, void *arg)
+{
+	void *next = first_call("thrd_create", &thrd_create_next);
+	return next ? ((thrd_create_fn)next)(th, fn, arg) : thrd_error;
+}
+
 HP_EXPORT int
 thrd_create(thrd_t *th, thrd_start_t fn, void *arg)
 {
-	thrd_create_fn next = atomic_load_explicit(&thrd_create_next,
-	                                           memory_order_acquire);
-	if (__builtin_expect(!next, 0)) {
-		next = thrd_create_first();
-		if (!next)
-			return thrd_error;
-	}
-	return next(th, fn, arg);
+	void *next = atomic_load_explicit(&thrd_create_next, memory_order_acquire);
+	if (__builtin_expect(!next, 0))
+		return thrd_create_slow(th, fn, arg);
+	return ((thrd_create_fn)next)(th, fn, arg);
 }
