@@ -65,8 +65,6 @@ $(B)/obj/%.o: %.c
 # endpoint, push: on the dump stack or their own threads) binds lazily, so
 # a process that never dumps never looks those symbols up (-z now cost
 # /bin/true ~60 k instructions of lookups).
-# Nor are libz and libm loaded at start-up (~35 k more): src/so/libs.c
-# loads them before the format code's first call (src/pprof/lazylibs.h).
 # snapshot.c, loaded_ids.c and age_split.c run only in dumps (on the dump stack, the
 # endpoint's thread, or an API caller's stack, which the encoder needs
 # anyway): lazy. So do
@@ -76,11 +74,20 @@ $(B)/obj/%.o: %.c
 EAGER_OBJ := $(filter-out %/snapshot.o %/loaded_ids.o %/age_split.o %/config.o,$(COLLECT_OBJ)) \
 	$(filter-out %/parse.o,$(COMMON_OBJ)) $(B)/obj/src/serve/dump.o
 $(EAGER_OBJ): ALLCFLAGS += -fno-plt
-SO_OBJ  := $(filter-out %/libfns.o,$(LIB_OBJ)) $(B)/obj/src/so/libs.o
+SO_OBJ  := $(LIB_OBJ)
 # -fini: DT_FINI is a cold empty function beside the start-up code
 # (init.c's heapprof__fini), not crti's _fini after all the other code: one
 # code page fewer at the exit of a program that never called malloc.
-SO_LIBS := -ldl -lpthread
+# zlib is linked in (Debian's libz.a is position-independent), its
+# symbols local (--exclude-libs and the version script): a dump never
+# loads a library. Loaded as libz.so.1 on first use before, its dlopen
+# hung fork children of threaded processes (the loader's write lock,
+# which glibc 2.36 does not reset in a child) and nested in a dlopen a
+# signal handler had interrupted; and a dlopen'ed plugin that brought its
+# own libz.so.1 got the system's (RELIABILITY.md). Linked as NEEDED it
+# would cost every process its loading (~35 k instructions, /bin/true).
+# libm: hpmath.h.
+SO_LIBS := -Wl,--exclude-libs,libz.a -Wl,-Bstatic -lz -Wl,-Bdynamic -ldl -lpthread
 $(B)/libheapprof.so: $(SO_OBJ) src/collect/exports.map
 	$(CC) -shared -Wl,-z,nodelete -Wl,--sort-section=name -Wl,-fini=heapprof__fini -Wl,--version-script=src/collect/exports.map -o $@ $(SO_OBJ) $(SO_LIBS)
 
@@ -356,7 +363,7 @@ $(B)/inst/libheapprof-tools.so.$(VERSION): $(TOOL_OBJ) src/ops/exports.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libheapprof-tools.so.$(SOVERSION) \
 		-Wl,--version-script=src/ops/exports.map -Wl,--no-undefined \
-		-o $@ $(TOOL_OBJ) -lz -lm -ldl
+		-o $@ $(TOOL_OBJ) -lz -ldl
 INST_LIBS := $(B)/inst/libheapprof.so.$(VERSION) \
 	$(B)/inst/libheapprof-tools.so.$(VERSION) $(B)/libheapprof-tools.a
 .PHONY: install uninstall install-libs deb

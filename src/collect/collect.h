@@ -521,12 +521,8 @@ extern HP_HIDDEN _Atomic uint64_t heapprof__dropped_samples;
 
 /* ending.c (libheapprof.so only, hence weak): the exit profile at SIGTERM,
  * SIGINT and _exit. init installs the handlers (after serve start);
- * atfork_child notes the new process; exit_in_loader tells the exit dump
- * that the dynamic loader is in the middle of changing its list of
- * objects (exit() from a signal handler) while libz and libm are still to
- * load. */
+ * atfork_child notes the new process. */
 HP_HIDDEN void heapprof__ending_init(void) __attribute__((weak));
 HP_HIDDEN void heapprof__ending_atfork_child(void) __attribute__((weak));
-HP_HIDDEN int heapprof__ending_exit_in_loader(void) __attribute__((weak));
 
 #endif

@@ -31,8 +31,6 @@
  * signal arrives, and the program ends as the signal asks.
  */
 #include <dlfcn.h>
-#include <link.h>
-#include <sys/auxv.h>
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -40,11 +38,6 @@
 #include <sys/syscall.h>
 
 #include "collect.h"
-
-#pragma weak _dl_find_object /* glibc 2.35+ */
-
-/* libs.c (libheapprof.so only, as this file). */
-int heapprof__lazy_libs_pending(void);
 
 /* glibc's own entry points, bound at link time, for calls before init. */
 extern int __sigaction(int, const struct sigaction *, struct sigaction *);
@@ -63,7 +56,6 @@ static exit_fn real_exit;
 static signal_fn real_signal, real_sysv_signal;
 static int ending_on[2];     /* [0] SIGTERM, [1] SIGINT: ours when SIG_DFL */
 static int exit_on;          /* _exit dumps (and pushes the last interval) */
-static uintptr_t ldso_start, ldso_end; /* the dynamic loader's mapping */
 /* The process whose memory this is (every fork child writes its pid; 0:
  * the process init ran in, heapprof__init_pid, left unwritten at start-up:
  * this is the fork handlers' page, one more page fault): a vfork child has
@@ -117,59 +109,6 @@ ending_dump(int dump, const char *busy_msg)
 	errno = saved;
 }
 
-/* Whether this thread was inside the dynamic loader (dlopen, dlclose, a
- * lazy binding) when the signal came: a frame of ld.so on its stack,
- * through the signal frame. The exit profile's first encoding loads libz
- * and libm with dlopen (src/so/libs.c), which nested in the interrupted
- * one ran on its half-made state: "Inconsistency detected by ld.so:
- * dl-load.c: _dl_map_object_from_fd: Assertion `r->r_state == RT_ADD'
- * failed", status 127 instead of 143. Called with busy set. */
-static int
-in_loader(hp_tls *t)
-{
-	if (!ldso_end)
-		return 1; /* cannot tell: assume so */
-	uint64_t pcs[HP_MAX_DEPTH];
-	int n = heapprof__stack_capture(t, 0, pcs, HP_MAX_DEPTH);
-	for (int i = 0; i < n; i++)
-		if (pcs[i] >= ldso_start && pcs[i] < ldso_end)
-			return 1;
-	return 0;
-}
-
-/* exit() called by a signal handler (the program's) that interrupted
- * dlopen or dlclose in the middle of changing the list of loaded objects,
- * before libz and libm were loaded: the exit dump's dlopen of them would
- * nest in the interrupted one, as above (rel.termdl.exit_status_3: status
- * 127 and ld.so's "r->r_state == RT_ADD" assertion, 10 runs in 24). The
- * loader says so itself: _r_debug's state is RT_ADD or RT_DELETE then (the
- * debugger's interface; RT_CONSISTENT again before relocation and
- * constructors, which may call exit() and dlopen in turn). The stack
- * cannot tell here: the exit dump runs under _dl_fini, through crtstuff's
- * destructor, which has no unwind information. Called by init.c's exit
- * dump. */
-HP_RARE int
-heapprof__ending_exit_in_loader(void)
-{
-	return heapprof__lazy_libs_pending() &&
-	       *(volatile int *)&_r_debug.r_state != RT_CONSISTENT;
-}
-
-/* ld.so's mapping (at start): the object at the interpreter's base, or,
- * run as `ld.so PROGRAM` (no AT_BASE), the one holding _r_debug. */
-HP_RARE static void
-find_ldso(void)
-{
-	struct dl_find_object fo;
-	void *at = (void *)getauxval(AT_BASE);
-	if (!at)
-		at = (void *)&_r_debug;
-	if (_dl_find_object && _dl_find_object(at, &fo) == 0) {
-		ldso_start = (uintptr_t)fo.dlfo_map_start;
-		ldso_end = (uintptr_t)fo.dlfo_map_end;
-	}
-}
-
 /* The first process of a PID namespace (a container's init, or the real
  * one): the kernel ignores SIGTERM and SIGINT there while their action is
  * the default one, and so the process runs on after our handler as it
@@ -181,21 +120,10 @@ static void
 on_ending(int sig, siginfo_t *si, void *uc)
 {
 	(void)si, (void)uc;
-	hp_tls *t = &heapprof__tls;
 	int survives = getpid() == 1;
-	int loader = 0;
-	if (!t->busy && heapprof__lazy_libs_pending()) {
-		hp_enter(t);
-		loader = in_loader(t);
-		hp_leave(t);
-	}
-	if (loader)
-		heapprof__warn("SIGTERM or SIGINT arrived inside the dynamic "
-		               "loader: no profile at this ending");
-	else
-		ending_dump(survives ? 2 : 1,
-		            "SIGTERM or SIGINT arrived inside the profiler: "
-		            "no profile at this ending");
+	ending_dump(survives ? 2 : 1,
+	            "SIGTERM or SIGINT arrived inside the profiler: "
+	            "no profile at this ending");
 	if (survives)
 		return;
 	/* The default action, now: the process dies of the signal. */
@@ -228,7 +156,6 @@ our_action(struct sigaction *a)
 HP_RARE void
 heapprof__ending_init(void)
 {
-	find_ldso();
 	/* The names in .data, not string literals: .data's pages are faulted
 	 * in by the loader anyway, the constants' page is not (one fault in
 	 * every process; dlsym reads the name). */
@@ -333,25 +260,14 @@ __sysv_signal(int sig, sighandler_t h)
 	return set_handler(sig, h, SA_RESETHAND | SA_NODEFER);
 }
 
-/* _exit and _Exit: usually a signal handler's way out, so the same two
- * checks as the ending handler's and the exit dump's before anything may
- * dlopen (rel.termdl._exit_status_3: status 127 in 6 runs of 24). */
+/* _exit and _Exit: usually a signal handler's way out. The dump loads no
+ * library (libz is linked in, hpmath.h), so one inside an interrupted
+ * dlopen or dlclose writes its profile too (rel.termdl._exit_status_3:
+ * status 127 in 6 runs of 24 while it loaded libz and libm). */
 HP_RARE static _Noreturn void
 leave(int status)
 {
-	hp_tls *t = &heapprof__tls;
-	int loader = 0;
-	if (exit_on && heapprof__cfg.at_exit && !t->busy &&
-	    heapprof__lazy_libs_pending() &&
-	    (heapprof__bucket_count() || heapprof__cfg.write_empty)) {
-		hp_enter(t);
-		loader = heapprof__ending_exit_in_loader() || in_loader(t);
-		hp_leave(t);
-	}
-	if (loader)
-		heapprof__warn("_exit() called inside the dynamic loader (from a "
-		               "signal handler?): no exit profile");
-	else if (exit_on)
+	if (exit_on)
 		ending_dump(heapprof__cfg.at_exit, "_exit() called inside the profiler (from a signal "
 		            "handler?): no exit profile");
 	if (real_exit)

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "collect.h"
-#include "lazylibs.h"
 #include "parse.h"
 
 int heapprof__serve_armed; /* written once at start (collect.h) */
@@ -289,13 +288,7 @@ exit_dump(void)
 	}
 	hp_enter(t);
 	int saved = errno;
-	if (heapprof__ending_exit_in_loader && heapprof__cfg.at_exit &&
-	    (heapprof__bucket_count() || heapprof__cfg.write_empty) &&
-	    heapprof__ending_exit_in_loader()) { /* a profile to encode */
-		heapprof__warn("exit() called while the dynamic loader was "
-		               "changing the loaded objects (from a signal "
-		               "handler?): no exit profile");
-	} else if (heapprof__hooks()) {
+	if (heapprof__hooks()) {
 		heapprof__delivery.exit(heapprof__cfg.at_exit); /* SIGXFSZ handling: see dump.c */
 		/* A SIGTERM on another thread may be writing the profile: the
 		 * process must not end under it (ending.c). */
@@ -394,16 +387,6 @@ heapprof_init(int argc, char **argv, char **envp)
 		__cxa_atexit(exit_dump_arg, NULL, &__dso_handle);
 		__cxa_at_quick_exit(exit_dump_arg, &__dso_handle);
 	}
-	/* Dumps that may run in a signal handler or inside malloc (periodic,
-	 * signal, growth and limit dumps), and the endpoint's and push's:
-	 * libz and libm now, not at their first use (src/so/libs.c; a dlopen
-	 * inside malloc waits for the loader's lock, which a thread inside
-	 * dlopen may hold while it waits for the profiler). Otherwise the
-	 * first dump loads them. */
-	if (heapprof__cfg.signal || heapprof__cfg.interval || heapprof__cfg.http[0] ||
-	    heapprof__cfg.push[0] || heapprof__cfg.dump_growth > 0 ||
-	    heapprof__cfg.dump_limit > 0)
-		heapprof__lazy_libs();
 	if (heapprof__hooks())
 		heapprof__delivery.start();
 	/* SIGTERM, SIGINT and _exit (libheapprof.so only). */

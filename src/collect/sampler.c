@@ -26,6 +26,7 @@
 #include <sys/syscall.h>
 
 #include "collect.h"
+#include "hpmath.h"
 
 static uint64_t
 rng_next(hp_tls *t)
@@ -59,8 +60,8 @@ rng_seed(hp_tls *t)
 /* ln(u) for u in (0, 1], within 1e-14 relative: u = m * 2^e with m in
  * [sqrt(1/2), sqrt(2)), ln(m) = 2 atanh(s), s = (m - 1) / (m + 1), |s| <
  * 0.172, by its series to s^17. Ours, not libm's: libheapprof.so does not
- * load libm at start-up (issue 15; libm.so is loaded with the first dump,
- * for exp). A distance is random anyway: the last bits do not matter. */
+ * load libm at all (hpmath.h). A distance is random anyway: the last bits
+ * do not matter. */
 static double
 ln_unit(double u)
 {
@@ -139,38 +140,13 @@ heapprof__sampler_reset(hp_tls *t)
 	t->saved_left = 0; /* what hp_leave restores if called while busy */
 }
 
-/* exp(-x) for x >= 0, within 1 ulp of libm's over [0, 700) (checked every
- * 0.0007): x = k ln2 + r, |r| <= ln2 / 2, with ln2 in two parts (the high
- * one exact in 32 bits, so k ln2_hi is exact: with one constant the
- * reduction lost up to 718 ulps near x = 700), exp(-r) by its series to
- * r^14 (0.35^15 / 15! < 1e-19), times 2^-k. Ours,
- * for the reason ln_unit is: libm is not loaded (nor loaded here: a dlopen
- * inside malloc waits for the loader's lock, which a thread inside dlopen
- * holds while it waits for the profiler). */
-static double
-exp_neg(double x)
-{
-	if (!(x < 700.0))
-		return 0.0;
-	int k = (int)(x * 1.4426950408889634 + 0.5);
-	double r = (x - (double)k * 6.93147180369123816490e-01) -
-	           (double)k * 1.90821492927058770002e-10;
-	double sum = 1.0;
-	for (int i = 14; i >= 1; i--)
-		sum = 1.0 - r * sum / i;
-	uint64_t b = (uint64_t)(1023 - k) << 52; /* 2^-k, k <= 1010: normal */
-	double p;
-	memcpy(&p, &b, sizeof(p));
-	return sum * p;
-}
-
 int64_t
 heapprof__sampler_weight(uint64_t size, int64_t rate)
 {
 	if (rate <= 1)
 		return (int64_t)size;
 	double avg = size == 0 ? 1.0 : (double)size;
-	double w = (double)size / (1.0 - exp_neg(avg / (double)rate));
+	double w = (double)size / (1.0 - hp_exp_neg(avg / (double)rate));
 	return (int64_t)w;
 }
 

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "collect.h"
+#include "dwarf_dl.h"
 #include "dwarf_sym.h"
 #include "elffile.h"
 #include "heap_encode.h"
@@ -127,11 +128,15 @@ announce_pcs(const heapprof_record *recs, size_t n,
  * read, and a signal handler that calls exit() may have interrupted this
  * thread in the middle of taking that lock. Otherwise 1, under the lock;
  * but not in a fork child, where a thread that is gone may hold it, nor
- * in one of the profiler's signal handlers or _exit (see above): there
- * 0, the files. */
+ * in one of the profiler's signal handlers or _exit (see above), nor
+ * while the loader is changing its list: there 0, the files. */
 static int
 ids_mode(void)
 {
+	/* Inside an interrupted dlopen or dlclose (an exit() from a signal
+	 * handler): the loader's list is half-made; the files. */
+	if (heapprof__loader_changing())
+		return 0;
 	struct stat st;
 	if (stat("/proc/self/task", &st) == 0 && st.st_nlink == 3)
 		return 2;

@@ -32,13 +32,12 @@
  * HEAPPROF_EADDR).
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "legacy_parse.h"
 #include "legacy_re.h"
-#include "lazylibs.h"
+#include "hpmath.h"
 
 static const char tline_re[] =
 	"^\\s*(t(\\*|\\d+)):\\s+(\\d+):\\s+(\\d+)\\s+\\[\\s*(\\d+):\\s+(\\d+)\\]$";
@@ -79,8 +78,7 @@ adjust(int64_t n, int64_t s, int64_t rate, int64_t *on, int64_t *os)
 	if (!s)
 		return HEAPPROF_EJEMALLOC;
 	double ratio = ((double)s / (double)n) / (double)rate;
-	heapprof__lazy_libs(); /* libm: see lazylibs.h */
-	double scale = 1.0 / (1.0 - exp(-ratio));
+	double scale = 1.0 / (1.0 - hp_exp_neg(ratio));
 	double dn = (double)n * scale, ds = (double)s * scale;
 	if (!(dn < 9223372036854775808.0) || !(ds < 9223372036854775808.0))
 		return HEAPPROF_EOVERFLOW;

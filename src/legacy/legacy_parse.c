@@ -6,13 +6,12 @@
  * order of first use, which is the order pprof numbers them in).
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compiler.h"
 #include "legacy_parse.h"
-#include "lazylibs.h"
+#include "hpmath.h"
 #include "pb.h"
 
 static const char *const types4[] = {
@@ -135,8 +134,7 @@ heapprof__legacy_scale(int64_t count, int64_t size, int64_t rate, int64_t *oc,
 		return;
 	}
 	double avg = (double)size / (double)count;
-	heapprof__lazy_libs(); /* libm: see lazylibs.h */
-	double scale = 1.0 / (1.0 - exp(-avg / (double)rate));
+	double scale = 1.0 / (1.0 - hp_exp_neg(avg / (double)rate));
 	double c = (double)count * scale, s = (double)size * scale;
 	/* Out of range (or NaN): what Go's conversion gives on amd64. */
 	*oc = c >= -9223372036854775808.0 && c < 9223372036854775808.0

@@ -11,7 +11,6 @@
 #include "heapprof.h"
 #include "delta.h"
 #include "pprof_int.h"
-#include "lazylibs.h"
 
 /* ------------------------------------------------------------ sinks */
 

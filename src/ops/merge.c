@@ -21,13 +21,12 @@
  *     not; here a missing unit is always the empty string.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "heapprof.h"
 #include "merge.h"
-#include "lazylibs.h"
+#include "hpmath.h"
 
 #define V(m, T, vec) ((T *)(m)->vec.p)
 
@@ -82,8 +81,7 @@ heapprof__mg_free(mg_merger *m)
 int64_t
 heapprof__mg_scale_value(int64_t v, double r)
 {
-	heapprof__lazy_libs(); /* libm: see lazylibs.h */
-	double d = round((double)v * r);
+	double d = hp_round((double)v * r);
 	/* Go's int64(float64) on amd64 (CVTTSD2SQ) gives INT64_MIN for NaN
 	 * and out-of-range values; C leaves them undefined. */
 	if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))

@@ -7,7 +7,6 @@
 
 #include "heapprof.h"
 #include "gz.h"
-#include "lazylibs.h"
 
 int
 heapprof__gz_writer_init(gz_writer *g, int level, pb_sink_fn *out, void *out_ctx,
@@ -20,8 +19,6 @@ heapprof__gz_writer_init(gz_writer *g, int level, pb_sink_fn *out, void *out_ctx
 	g->out = out;
 	g->out_ctx = out_ctx;
 	g->err = 0;
-	if (heapprof__lazy_libs() != 0)
-		return -ENOSYS;
 	/* windowBits 15 + 16: gzip wrapper; memLevel 8 is zlib's default. */
 	int rc = deflateInit2(&g->zs, level, Z_DEFLATED, 15 + 16, 8,
 	                      Z_DEFAULT_STRATEGY);
@@ -138,7 +135,7 @@ heapprof__gunzip(const void *in, size_t n, size_t limit, pb_realloc_fn *rf,
 		rf = heapprof__pb_libc_realloc;
 	z_stream zs;
 	memset(&zs, 0, sizeof(zs));
-	if (heapprof__lazy_libs() != 0 || inflateInit2(&zs, 15 + 32) != Z_OK) /* +32: auto-detect gzip/zlib */
+	if (inflateInit2(&zs, 15 + 32) != Z_OK) /* +32: auto-detect gzip/zlib */
 		return -ENOMEM;
 	size_t cap = n * 4 + 4096, len = 0;
 	if (cap > limit + 1)

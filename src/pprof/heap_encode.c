@@ -19,7 +19,6 @@
  * the real allocator.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +27,7 @@
 #include "demangle.h"
 #include "fntab.h"
 #include "heap_encode.h"
-#include "lazylibs.h"
+#include "hpmath.h"
 #include "pb.h"
 #include "strtab.h"
 #include "u64map.h"
@@ -70,8 +69,7 @@ heapprof_scale_heap_sample(int64_t count, int64_t size, int64_t rate,
 	 * 0, 0 here; it never samples them): their count is unsampled with
 	 * that weight, so 100,000 live malloc(0) blocks stay 100,000. */
 	double avg = size == 0 ? 1.0 : (double)size / (double)count;
-	heapprof__lazy_libs(); /* libm: see lazylibs.h */
-	double scale = 1.0 / (1.0 - exp(-avg / (double)rate));
+	double scale = 1.0 / (1.0 - hp_exp_neg(avg / (double)rate));
 	*out_count = (int64_t)((double)count * scale);
 	*out_size = (int64_t)((double)size * scale);
 }

@@ -28,7 +28,6 @@
 #include "gz.h"
 #include "pprof_int.h"
 #include "pprof_stream.h"
-#include "lazylibs.h"
 
 #define ST_CHUNK ((size_t)64 << 10) /* source bytes per read */
 #define ST_PAD 8                    /* zero bytes after the window's data */
@@ -58,7 +57,7 @@ st_zstream(pprof_dec *d)
 		zs->zfree = heapprof__gz_zfree;
 		zs->opaque = &d->gza;
 		/* 15 + 32: gzip or zlib, detected. */
-		if (heapprof__lazy_libs() != 0 || inflateInit2(zs, 15 + 32) != Z_OK) {
+		if (inflateInit2(zs, 15 + 32) != Z_OK) {
 			d->realloc_fn(d->realloc_ctx, zs, sizeof(*zs), 0);
 			return NULL;
 		}

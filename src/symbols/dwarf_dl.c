@@ -3,6 +3,7 @@
  * The handles are loaded once per process and never closed.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stddef.h>
 
@@ -18,6 +19,7 @@ static heapprof_demangle_fn *demangle;
 static pthread_once_t demangle_once = PTHREAD_ONCE_INIT;
 static heapprof_demangle_fn *demangle_loaded;
 static pthread_once_t demangle_loaded_once = PTHREAD_ONCE_INIT;
+static _Atomic int demangle_looked; /* load_demangler_loaded has run */
 
 static void
 load_libdw(void)
@@ -76,11 +78,24 @@ load_demangler_loaded(void)
 {
 	void *sym = find_loaded_demangler();
 	__builtin_memcpy(&demangle_loaded, &sym, sizeof(sym));
+	demangle_looked = 1;
+}
+
+int
+heapprof__loader_changing(void)
+{
+	return *(volatile int *)&_r_debug.r_state != RT_CONSISTENT;
 }
 
 heapprof_demangle_fn *
 heapprof__demangler_loaded(void)
 {
+	/* Not inside an interrupted dlopen or dlclose: the look's
+	 * dlopen(RTLD_NOLOAD) ends by asserting that the list is consistent
+	 * (status 127). That profile's C++ names stay mangled; a later dump
+	 * looks. */
+	if (!demangle_looked && heapprof__loader_changing())
+		return NULL;
 	pthread_once(&demangle_loaded_once, load_demangler_loaded);
 	return demangle_loaded;
 }

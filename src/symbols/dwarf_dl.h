@@ -46,4 +46,11 @@ heapprof_demangle_fn *heapprof__demangler(void);
  * library (for the in-process writer); NULL if there is none. */
 heapprof_demangle_fn *heapprof__demangler_loaded(void);
 
+/* Whether dlopen or dlclose is in the middle of changing the list of
+ * loaded objects (_r_debug's state, the debuggers' interface): a dump in
+ * a signal handler that interrupted one (the exit dump of a handler's
+ * exit() included) must not call the loader, which would nest in the
+ * interrupted call's half-made state. */
+int heapprof__loader_changing(void);
+
 #endif

@@ -1,13 +1,12 @@
 #!/bin/sh
 # The preload library's shape: it exports only the malloc family, the
 # signal and _exit functions of src/collect/ending.c, pthread_getattr_np
-# (interpose.c: a first sample inside it must not ask it again),
-# pthread_create and thrd_create (src/so/libs.c: libz and libm load
-# before the first thread), and the
+# (interpose.c: a first sample inside it must not ask it again), and the
 # heapprof_ API; its thread state is initial-exec TLS (a TPOFF relocation,
 # no __tls_get_addr, which may allocate); libunwind is not a link-time
 # dependency (it is dlopen'ed RTLD_LOCAL, so its _Unwind_* symbols never
-# replace libgcc's in the host); and the malloc/free fast paths set up no
+# replace libgcc's in the host), nor are libz (linked in, its symbols
+# local) and libm; and the malloc/free fast paths set up no
 # stack frame and end in jumps.
 . "$(dirname "$0")/lib.sh"
 need_lib capture_abi
@@ -15,11 +14,11 @@ if ! command -v readelf >/dev/null || ! command -v objdump >/dev/null; then
 	skip capture_abi "binutils not installed"
 	exit 0
 fi
-allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|bsd_signal|ssignal|sysv_signal|__sysv_signal|_exit|_Exit|pthread_getattr_np|pthread_create|thrd_create|heapprof_[a-z_]+)$'
+allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|bsd_signal|ssignal|sysv_signal|__sysv_signal|_exit|_Exit|pthread_getattr_np|heapprof_[a-z_]+)$'
 bad=$(nm -D --defined-only "$LIB" | awk '{print $3}' | grep -Ev "$allowed")
 if [ -z "$bad" ]; then pass abi.exports; else fail abi.exports "unexpected exports: $bad"; fi
 for f in malloc free calloc realloc posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size reallocarray \
-	sigaction signal _exit _Exit pthread_getattr_np pthread_create thrd_create; do
+	sigaction signal _exit _Exit pthread_getattr_np; do
 	nm -D --defined-only "$LIB" | awk '{print $3}' | grep -qx "$f" || { fail "abi.exports.$f" "missing"; }
 done
 if readelf -r "$LIB" | grep -q 'R_X86_64_TPOFF64' && ! readelf -r "$LIB" | grep -q 'DTPMOD64' &&
@@ -32,6 +31,16 @@ if readelf -d "$LIB" | grep NEEDED | grep -q unwind; then
 	fail abi.no_libunwind_needed "libunwind is a NEEDED dependency"
 else
 	pass abi.no_libunwind_needed
+fi
+# zlib is linked in, its symbols local; libm is not used (hpmath.h): a
+# dump never dlopens (the fork child of a threaded process hung in it)
+# and the program's own libz.so.1 is the only one it sees.
+needed=$(readelf -d "$LIB" | grep NEEDED | grep -E 'libz\.|libm\.')
+zsyms=$(nm -D "$LIB" | awk '{print $NF}' | grep -E '^(deflate|inflate|crc32|adler32|zlibVersion|exp|round)(@|$)')
+if [ -z "$needed$zsyms" ]; then
+	pass abi.zlib_inside
+else
+	fail abi.zlib_inside "$needed $zsyms"
 fi
 for f in malloc free; do
 	body=$(objdump -d --no-show-raw-insn "$LIB" | awk "/<$f>:/,/^\$/")

@@ -21,16 +21,14 @@
 #       never released in the child: glibc does not reset it) writes its
 #       exit profile, with the files' ids, and exits; libheapprof.so (no
 #       PC) is never opened for its id. A child's dump must not take that
-#       lock (it hung there when it did). HEAPPROF_SIGNAL loads libz and
-#       libm at start-up.
-#   rel.buildids.fork_child_lock_held.lazy_libs.{exit,_exit}   the same
-#       without HEAPPROF_SIGNAL: libz and libm load at the parent's first
-#       pthread_create (src/so/libs.c), so the child's encoder never
-#       dlopens them (it waited for the held lock for ever before).
-#   rel.buildids.fork_child_lock_held.lazy_libs_c11.{exit,_exit}   the
-#       same with the parent's threads made by C11 thrd_create, which
-#       glibc runs without calling pthread_create through the PLT: it is
-#       interposed too (the child hung as above before).
+#       lock (it hung there when it did). With HEAPPROF_SIGNAL.
+#   rel.buildids.fork_child_lock_held.no_signal.{exit,_exit}   the same
+#       without HEAPPROF_SIGNAL, and .c11.{exit,_exit} with the parent's
+#       threads made by C11 thrd_create: the child's encoder once dlopen'ed
+#       libz and libm, which waited for the held lock for ever; then the
+#       parent's first pthread_create loaded them, which C11 threads
+#       bypassed. Now zlib is inside libheapprof.so and libm unused: no
+#       dump dlopens.
 . "$(dirname "$0")/lib.sh"
 need_lib rel.buildids
 oracle_tmpdir
@@ -111,10 +109,9 @@ for how in ret _exit term thread; do
 	fi
 done
 
-# --- a fork child whose parent held the loader's lock; libz and libm
-# loaded at start-up (HEAPPROF_SIGNAL) or at the first pthread_create or
-# thrd_create.
-for libs in start lazy_libs lazy_libs_c11; do
+# --- a fork child whose parent held the loader's lock; with a dump
+# signal, without, and with C11 threads.
+for libs in start no_signal c11; do
 for how in exit _exit; do
 	mode=forkheld
 	if [ $libs = start ]; then
@@ -122,7 +119,7 @@ for how in exit _exit; do
 	else
 		n=rel.buildids.fork_child_lock_held.$libs.$how sig=
 	fi
-	[ $libs = lazy_libs_c11 ] && mode=forkheld_c11
+	[ $libs = c11 ] && mode=forkheld_c11
 	d=$TMPD/fork.$libs.$how; mkdir -p "$d"
 	# under strace if there is one (LD_PRELOAD for the program only)
 	if [ $STRACE = 1 ]; then

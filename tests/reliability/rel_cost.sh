@@ -37,8 +37,8 @@ else
 	fail rel.cost.bad_value "$(head -c 300 "$TMPD/bad.err")"
 fi
 
-# LD_BIND_NOW=1 (every symbol bound at load): libz and libm, which
-# libheapprof.so loads only for its first dump, must not be needed then.
+# LD_BIND_NOW=1 (every symbol bound at load): nothing the dumps use may
+# be missing then (libz and libm were once loaded only for the first dump).
 run_t rel.cost.bind_now 60 env LD_BIND_NOW=1 HEAPPROF_RATE=1 HEAPPROF_OUT="$d/b.%p.pb.gz" \
 	LD_PRELOAD="$LIB" "$P/rprog_exit" main >/dev/null 2>"$TMPD/bind.err"
 if [ "$RC" -eq 7 ] && ls "$d" | grep -q '^b\.' && ! grep -q 'symbol' "$TMPD/bind.err"; then
@@ -47,12 +47,12 @@ else
 	fail rel.cost.bind_now "status $RC: $(head -c 300 "$TMPD/bind.err")"
 fi
 
-# Sampling itself loads neither: a sampled allocation's first bucket once
-# dlopen'd libm inside malloc, under the peak lock (a thread inside dlopen,
-# holding the loader's lock, sampling too, waited for that lock: deadlock).
-# Nor does a growth dump, which runs inside malloc: with one configured
-# they are loaded at start-up. rprog_nolibs links neither library and says
-# whether they are mapped before and after ~60 samples.
+# Sampling loads neither libz nor libm: a sampled allocation's first
+# bucket once dlopen'd libm inside malloc, under the peak lock (a thread
+# inside dlopen, holding the loader's lock, sampling too, waited for that
+# lock: deadlock). Nor does a growth dump, which runs inside malloc.
+# rprog_nolibs links neither library and says whether they are mapped
+# before and after ~60 samples.
 for r in 524288 4096; do
 	run_t rel.cost.sampling_loads_no_libs.$r 60 env HEAPPROF_RATE=$r HEAPPROF_EXIT=0 \
 		LD_PRELOAD="$LIB" "$P/rprog_nolibs" >"$TMPD/nolibs.out" 2>&1
@@ -62,59 +62,49 @@ for r in 524288 4096; do
 		fail rel.cost.sampling_loads_no_libs.$r "status $RC: $(tr '\n' ' ' <"$TMPD/nolibs.out")"
 	fi
 done
-run_t rel.cost.growth_dump_libs_at_start 60 env HEAPPROF_DUMP_GROWTH=4m HEAPPROF_EXIT=0 \
+run_t rel.cost.growth_dump_loads_no_libs 60 env HEAPPROF_DUMP_GROWTH=4m HEAPPROF_EXIT=0 \
 	HEAPPROF_OUT="$TMPD/g.%p.%n.pb.gz" LD_PRELOAD="$LIB" "$P/rprog_nolibs" >"$TMPD/nolibs.out" 2>&1
-if [ "$RC" -eq 0 ] && [ "$(tr '\n' ' ' <"$TMPD/nolibs.out")" = "start 1 1 end 1 1 " ] &&
+if [ "$RC" -eq 0 ] && [ "$(tr '\n' ' ' <"$TMPD/nolibs.out")" = "start 0 0 end 0 0 " ] &&
    ls "$TMPD" | grep -q '^g\.'; then
-	pass rel.cost.growth_dump_libs_at_start
+	pass rel.cost.growth_dump_loads_no_libs
 else
-	fail rel.cost.growth_dump_libs_at_start "status $RC: $(tr '\n' ' ' <"$TMPD/nolibs.out") files: $(ls "$TMPD" | grep '^g\.' | head -3 | tr '\n' ' ')"
+	fail rel.cost.growth_dump_loads_no_libs "status $RC: $(tr '\n' ' ' <"$TMPD/nolibs.out") files: $(ls "$TMPD" | grep '^g\.' | head -3 | tr '\n' ' ')"
 fi
 
-# A profiled process's first thread loads them (src/so/libs.c: a fork
-# child of a threaded process must never need the loader), whether made
-# by pthread_create or by C11 thrd_create (glibc does not go through the
-# PLT's pthread_create there: it loaded nothing before, and such a child
-# hung, rel_buildids.sh); with HEAPPROF_EXIT=0 too (the program's own
-# heapprof_dump_file in a fork child). A process that samples nothing and
-# will never dump on its own (not one HEAPPROF_ONLY names; HEAPPROF_RATE=0
-# with HEAPPROF_EXIT=0) loads neither: +94 k instructions and ~24 page
-# faults in each of them before.
-for how in pthread c11 exit0; do
-	e=HEAPPROF_EXIT=1 prog=$how
-	[ $how = exit0 ] && e=HEAPPROF_EXIT=0 prog=pthread
-	run_t rel.cost.thread_loads_libs.$how 60 env $e HEAPPROF_OUT="$TMPD/t.%p.pb.gz" \
-		LD_PRELOAD="$LIB" "$P/rprog_nolibs" $prog >"$TMPD/thr.out" 2>&1
-	if [ "$RC" -eq 0 ] && [ "$(tr '\n' ' ' <"$TMPD/thr.out")" = "start 0 0 thread 1 1 end 1 1 " ]; then
-		pass rel.cost.thread_loads_libs.$how
+# Nor does any dump: zlib is linked into libheapprof.so and libm is not
+# used (hpmath.h). The exit dump once dlopen'ed libz.so.1 and libm.so.6,
+# which hung the fork children of threaded processes (rel_buildids.sh) and
+# nested in a dlopen interrupted by a signal handler (rel_termdl.sh); the
+# first thread then loaded them (+94 k instructions and ~24 page faults
+# per threaded process). The loader's trace (LD_DEBUG=files) shows every
+# object it maps: neither, at the exit dump or at a dump in a signal
+# handler; nor with threads (pthread_create, C11 thrd_create), whatever
+# the configuration.
+for how in exit signal; do
+	case $how in
+	exit) e=HEAPPROF_RATE=4096 a= ;;
+	signal) e="HEAPPROF_RATE=4096 HEAPPROF_SIGNAL=USR2 HEAPPROF_EXIT=0" a=raise ;;
+	esac
+	d=$TMPD/dl.$how; mkdir -p "$d"
+	run_t rel.cost.dumps_load_no_libs.$how 60 env $e HEAPPROF_OUT="$d/p.%p.%n.pb.gz" LD_DEBUG=files \
+		LD_PRELOAD="$LIB" "$P/rprog_nolibs" $a >"$TMPD/dl.out" 2>"$TMPD/dl.err"
+	if [ "$RC" -eq 0 ] && [ "$(nfiles "$d")" -ge 1 ] && grep -q 'file=' "$TMPD/dl.err" &&
+	   ! grep -q 'file=lib[zm]\.so' "$TMPD/dl.err"; then
+		parses rel.cost.dumps_load_no_libs.$how "$d"/*.pb.gz
 	else
-		fail rel.cost.thread_loads_libs.$how "status $RC: $(tr '\n' ' ' <"$TMPD/thr.out" | head -c 300)"
+		fail rel.cost.dumps_load_no_libs.$how "status $RC, $(nfiles "$d") files: $(grep 'file=lib[zm]' "$TMPD/dl.err" | head -2 | tr '\n' ' ')"
 	fi
 done
-# A failed load there is not final: with every fd in use at the first
-# pthread_create (a server at RLIMIT_NOFILE) the exit dump loads them once
-# fds are free again (the failure at the thread lost the profile: "cannot
-# load libz.so.1 or libm.so.6: no profile can be written").
-d=$TMPD/nofd; mkdir -p "$d"
-run_t rel.cost.thread_load_failure_not_final 60 env HEAPPROF_RATE=1 HEAPPROF_OUT="$d/p.%p.pb.gz" \
-	LD_PRELOAD="$LIB" "$P/rprog_nolibs" nofd >"$TMPD/nofd.out" 2>"$TMPD/nofd.err"
-if [ "$RC" -eq 0 ] && [ "$(tr '\n' ' ' <"$TMPD/nofd.out")" = "start 0 0 thread 0 0 end 0 0 " ] &&
-   [ "$(nfiles "$d")" -eq 1 ] && ! grep -q 'cannot load' "$TMPD/nofd.err"; then
-	parses rel.cost.thread_load_failure_not_final "$d"/*.pb.gz
-else
-	fail rel.cost.thread_load_failure_not_final "status $RC, $(nfiles "$d") files: $(tr '\n' ' ' <"$TMPD/nofd.out") $(head -c 200 "$TMPD/nofd.err")"
-fi
-for cfg in only rate0_exit0; do
-	case $cfg in
-	only) e=HEAPPROF_ONLY=no-such-program ;;
-	rate0_exit0) e="HEAPPROF_RATE=0 HEAPPROF_EXIT=0" ;;
-	esac
-	run_t rel.cost.unprofiled_thread_loads_no_libs.$cfg 60 env $e HEAPPROF_OUT="$TMPD/u.%p.pb.gz" \
-		LD_PRELOAD="$LIB" "$P/rprog_nolibs" pthread >"$TMPD/thr.out" 2>&1
+for how in pthread c11 exit0 only; do
+	e=HEAPPROF_EXIT=1 prog=$how
+	[ $how = exit0 ] && e=HEAPPROF_EXIT=0 prog=pthread
+	[ $how = only ] && e=HEAPPROF_ONLY=no-such-program prog=pthread
+	run_t rel.cost.thread_loads_no_libs.$how 60 env $e HEAPPROF_OUT="$TMPD/t.%p.pb.gz" \
+		LD_PRELOAD="$LIB" "$P/rprog_nolibs" $prog >"$TMPD/thr.out" 2>&1
 	if [ "$RC" -eq 0 ] && [ "$(tr '\n' ' ' <"$TMPD/thr.out")" = "start 0 0 thread 0 0 end 0 0 " ]; then
-		pass rel.cost.unprofiled_thread_loads_no_libs.$cfg
+		pass rel.cost.thread_loads_no_libs.$how
 	else
-		fail rel.cost.unprofiled_thread_loads_no_libs.$cfg "status $RC: $(tr '\n' ' ' <"$TMPD/thr.out" | head -c 300)"
+		fail rel.cost.thread_loads_no_libs.$how "status $RC: $(tr '\n' ' ' <"$TMPD/thr.out" | head -c 300)"
 	fi
 done
 

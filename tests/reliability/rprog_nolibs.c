@@ -5,23 +5,17 @@
  * prints it again ("end 0 0"). The program links neither: under the
  * profiler, sampling must not load them, nor a dump inside malloc (a
  * dlopen there waits for the loader's lock, which a thread inside dlopen
- * holds while it waits for the profiler's): they are loaded by the first
- * dump outside malloc, or at start-up when dumps may run inside it.
+ * holds while it waits for the profiler's). No dump loads them either:
+ * libheapprof.so has zlib inside and does not use libm.
  * With "raise" it sends itself SIGUSR2 after "start". With "pthread" or
  * "c11" it starts and joins a thread after "start" (pthread_create, or
  * C11 thrd_create, which glibc runs without the PLT's pthread_create) and
- * prints "thread Z M": a profiled process loads both there (src/so/libs.c),
- * one that will never dump on its own neither. "nofd" is "pthread" with
- * every file descriptor in use (RLIMIT_NOFILE reached) during the
- * pthread_create, closed after it: the load there fails, and the exit
- * dump must still load them and write the profile.
+ * prints "thread Z M" (the first thread once loaded both).
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <threads.h>
 #include <pthread.h>
@@ -71,29 +65,10 @@ int
 main(int argc, char **argv)
 {
 	libs("start");
-	int nofd = argc > 1 && !strcmp(argv[1], "nofd");
-	if (nofd || (argc > 1 && !strcmp(argv[1], "pthread"))) {
-		enum { MAXFD = 64 };
-		int fds[MAXFD], n = 0, fd;
-		struct rlimit was, r;
-		if (nofd) {
-			if (getrlimit(RLIMIT_NOFILE, &was))
-				return 3;
-			r = was;
-			r.rlim_cur = MAXFD;
-			if (setrlimit(RLIMIT_NOFILE, &r))
-				return 3;
-			while (n < MAXFD && (fd = open("/dev/null", O_RDONLY)) >= 0)
-				fds[n++] = fd;
-		}
+	if (argc > 1 && !strcmp(argv[1], "pthread")) {
 		pthread_t t;
-		int rc = pthread_create(&t, NULL, thread_main, NULL);
-		if (nofd) {
-			while (n)
-				close(fds[--n]);
-			setrlimit(RLIMIT_NOFILE, &was);
-		}
-		if (rc || pthread_join(t, NULL))
+		if (pthread_create(&t, NULL, thread_main, NULL) ||
+		    pthread_join(t, NULL))
 			return 3;
 		libs("thread");
 	}

@@ -2,8 +2,8 @@
  * rprog_termdl.c: loops dlopen/dlclose of LIB (argv[1]) while allocating,
  * until a signal ends it. Under the profiler a SIGTERM (default action)
  * that lands inside the dynamic loader must still end the program with
- * status 143: the exit profile's handler must not dlopen libz and libm
- * inside the interrupted dlopen.
+ * status 143: the exit profile's handler must not call the loader inside
+ * the interrupted dlopen (it once dlopen'ed libz and libm there).
  * With a second argument "exit" ("_exit"), the program's own SIGTERM
  * handler calls exit(3) (_exit(3)): the exit dump must not do it either
  * (status 3 every time).
