@@ -389,7 +389,7 @@ Libs: -L$${libdir} -l$(1)
 Libs.private: $(3)
 Cflags: -I$${includedir}
 endef
-export HP_PC_MAIN  = $(call HP_PC,heapprof,sampling heap profiler: a program linked with it is profiled (pprof heap profiles),-lz -lm -ldl -lpthread)
+export HP_PC_MAIN  = $(call HP_PC,heapprof,sampling heap profiler: a program linked with it is profiled (pprof heap profiles),-lz -ldl -lpthread)
 export HP_PC_TOOLS = $(call HP_PC,heapprof-tools,heapprof's pprof toolkit (decode$(hp_comma) delta$(hp_comma) merge$(hp_comma) encode$(hp_comma) convert$(hp_comma) symbolize) without the profiler,-lz -lm -ldl)
 
 install: all install-libs
