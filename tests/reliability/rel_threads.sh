@@ -47,7 +47,7 @@ SECS=$(by_tier 3 20)
 for rate in 1 524288; do
 	run_t rel.fork_deadlock.rate$rate $((SECS + 60)) env HEAPPROF_RATE=$rate \
 		HEAPPROF_INTERVAL=1 HEAPPROF_SIGNAL=USR2 HEAPPROF_EXIT=0 LD_PRELOAD="$LIB" \
-		"$P/rprog_fork" deadlock "$SECS" >"$TMPD/fd.out" 2>&1 || continue
+		HEAPPROF_OUT="$TMPD/fd.%p.%n.pb.gz" "$P/rprog_fork" deadlock "$SECS" >"$TMPD/fd.out" 2>&1 || continue
 	if [ $RC -eq 0 ] && grep -q '^ok deadlock' "$TMPD/fd.out"; then pass rel.fork_deadlock.rate$rate
 	else fail rel.fork_deadlock.rate$rate "exit $RC: $(head -3 "$TMPD/fd.out")"; fi
 done

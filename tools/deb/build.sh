@@ -46,10 +46,13 @@ ZLIB=$(maxver ZLIB)
 DEPENDS="libc6 (>= ${GLIBC:-2.34})"
 [ -n "$ZLIB" ] && DEPENDS="$DEPENDS, zlib1g (>= 1:$ZLIB)"
 [ -z "$ZLIB" ] && DEPENDS="$DEPENDS, zlib1g"
+# libheapprof.so has zlib linked in (libz.a): the version it was built with.
+ZDEV=$(dpkg-query -W -f='${source:Package} (= ${Version})' zlib1g-dev 2>/dev/null || true)
 SIZE=$(du -sk --exclude=DEBIAN "$ROOT" | cut -f1)
 sed -e "s/@VERSION@/$VERSION/" -e "s/@ARCH@/$ARCH/" -e "s/@SIZE@/$SIZE/" \
 	-e "s/@DEPENDS@/$DEPENDS/" -e "s/@MAINTAINER@/$MAINT/" \
 	"$HERE/control.in" >"$ROOT/DEBIAN/control"
+[ -n "$ZDEV" ] && printf 'Built-Using: %s\n' "$ZDEV" >>"$ROOT/DEBIAN/control"
 printf 'activate-noawait ldconfig\n' >"$ROOT/DEBIAN/triggers"
 printf 'libheapprof 0 heapprof (>= %s)\nlibheapprof-tools 0 heapprof (>= %s)\n' \
 	"$VERSION" "$VERSION" >"$ROOT/DEBIAN/shlibs"
