@@ -95,6 +95,22 @@ typedef struct extent {
 static extent *extents;    /* free exact runs, by address (lock) */
 static extent *spare;      /* unused nodes (lock) */
 
+/* Freed exact runs kept read-write for the next large sampled block (not
+ * under an address-space limit), oldest first, up to WARM_MAX bytes in
+ * all (lock). Given back to PROT_NONE at once, a block > 512 KiB that a
+ * program allocates and frees in a loop faulted in every page again each
+ * time: 4 MiB x 500 took 512 k page faults and 6.8 s instead of 2 k and
+ * 0.13 s (glibc serves such a loop from its heap after the first free: its
+ * mmap threshold rises to the freed size, up to 32 MiB). */
+#define WARM_MAX ((size_t)32 << 20)
+#define NWARM 8
+static struct {
+	uintptr_t start;
+	size_t len;
+} warm[NWARM];
+static int nwarm;
+static size_t warm_bytes;
+
 /* Frees that came while a fork was being prepared (range_lock.c's
  * fence): a lock-free stack linked through the header's bucket field,
  * drained by the next allocation or free after the fork. */
@@ -274,10 +290,37 @@ run_get(uint32_t c, bool *dirty)
 	return frontier(page << c);
 }
 
-/* An exact run of len bytes (zeroed), or 0. Called with lock held. */
+/* A warm run of len bytes (not zeroed: *dirty), cut from the smallest
+ * that holds it, or 0. Called with lock held. */
 static uintptr_t
-exact_get(size_t len)
+warm_get(size_t len)
 {
+	int b = -1;
+	for (int i = 0; i < nwarm; i++)
+		if (warm[i].len >= len && (b < 0 || warm[i].len < warm[b].len))
+			b = i;
+	if (b < 0)
+		return 0;
+	uintptr_t r = warm[b].start;
+	warm[b].start += len;
+	warm[b].len -= len;
+	warm_bytes -= len;
+	if (!warm[b].len) {
+		nwarm--;
+		memmove(&warm[b], &warm[b + 1], (size_t)(nwarm - b) * sizeof(warm[0]));
+	}
+	return r;
+}
+
+/* An exact run of len bytes, or 0: warm (*dirty), else zeroed. Called
+ * with lock held. */
+static uintptr_t
+exact_get(size_t len, bool *dirty)
+{
+	uintptr_t w = warm_get(len);
+	*dirty = w != 0;
+	if (w)
+		return w;
 	extent **best = NULL;
 	for (extent **e = &extents; *e; e = &(*e)->next)
 		if ((*e)->len >= len && (!best || (*e)->len < (*best)->len))
@@ -413,15 +456,52 @@ put_run(uintptr_t r, size_t len, bool hole)
  * against the limit: the first sampled allocation of 4 GiB, freed, left
  * 4 GiB of the limit taken (rel.range.cycle under ulimit -v). */
 static void
-exact_put(uintptr_t r, size_t len)
+cold_put(uintptr_t r, size_t len, bool lim)
 {
-	bool lim = limited();
 	if (lim && r == heapprof__range_base && len > page) {
 		put_run(r, page, false);
 		r += page;
 		len -= page;
 	}
 	put_run(r, len, lim && r > heapprof__range_base);
+}
+
+/* A freed exact run: kept warm (joined with warm neighbours; the oldest
+ * go back to make room), or given back. Called with lock held. */
+static void
+exact_put(uintptr_t r, size_t len)
+{
+	bool lim = limited();
+	while (lim && nwarm) { /* a limit set since: warm runs go back too */
+		nwarm--;
+		warm_bytes -= warm[nwarm].len;
+		cold_put(warm[nwarm].start, warm[nwarm].len, true);
+	}
+	for (int i = 0; i < nwarm;) {
+		if (warm[i].start + warm[i].len != r && r + len != warm[i].start) {
+			i++;
+			continue;
+		}
+		r = warm[i].start < r ? warm[i].start : r;
+		len += warm[i].len;
+		warm_bytes -= warm[i].len;
+		nwarm--;
+		memmove(&warm[i], &warm[i + 1], (size_t)(nwarm - i) * sizeof(warm[0]));
+	}
+	if (lim || len > WARM_MAX) {
+		cold_put(r, len, lim);
+		return;
+	}
+	while (nwarm == NWARM || warm_bytes + len > WARM_MAX) {
+		cold_put(warm[0].start, warm[0].len, false);
+		warm_bytes -= warm[0].len;
+		nwarm--;
+		memmove(&warm[0], &warm[1], (size_t)nwarm * sizeof(warm[0]));
+	}
+	warm[nwarm].start = r;
+	warm[nwarm].len = len;
+	nwarm++;
+	warm_bytes += len;
 }
 
 /* Small objects: slots of 2^k bytes (128 .. 2048, header included) cut
@@ -559,7 +639,7 @@ range_alloc(size_t size, size_t align, bool zero, bool priv)
 	bool dirty = false;
 	if (!heapprof__rlock(&lock))
 		return NULL;
-	uintptr_t run = c == BIG_CLASS ? exact_get(pages * page)
+	uintptr_t run = c == BIG_CLASS ? exact_get(pages * page, &dirty)
 	                               : run_get(c, &dirty);
 	if (run)
 		live_runs++;

@@ -108,6 +108,31 @@ for how in pthread c11 exit0 only; do
 	fi
 done
 
+# A large block allocated, written and freed in a loop (a per-request
+# buffer): freed sampled blocks over 512 KiB are kept read-write for the
+# next one (up to 32 MiB in all), as glibc keeps them in its heap. Given
+# back to the kernel at every free, each of 100 rounds of 4 MiB faulted in
+# its 1,024 pages again (~100 k faults, 20x the loop's time); without the
+# profiler the loop after its first round takes ~0. A reused block asked
+# of calloc must still be all zero (rel.cost.big_block_loop.calloc_zero).
+# HEAPPROF_RATE=4096: every such block is sampled.
+for sz in 4194304 1048576; do
+	run_t rel.cost.big_block_loop.$sz 120 env HEAPPROF_RATE=4096 HEAPPROF_EXIT=0 \
+		LD_PRELOAD="$LIB" "$P/rprog_bigloop" $sz 100 >"$TMPD/big.out" 2>&1
+	f=$(sed -n 's/^faults //p' "$TMPD/big.out")
+	lim=$((sz / 4096 * 3))
+	if [ "$RC" -eq 0 ] && [ -n "$f" ] && [ "$f" -le $lim ]; then
+		pass rel.cost.big_block_loop.$sz
+	else
+		fail rel.cost.big_block_loop.$sz "status $RC, ${f:-?} faults in 99 rounds (limit $lim): $(head -c 200 "$TMPD/big.out")"
+	fi
+	if [ "$RC" -eq 0 ] && grep -q '^zero ok$' "$TMPD/big.out"; then
+		pass rel.cost.big_block_loop.calloc_zero.$sz
+	else
+		fail rel.cost.big_block_loop.calloc_zero.$sz "status $RC: $(head -c 200 "$TMPD/big.out")"
+	fi
+done
+
 # A dump in a signal handler (or inside malloc) must not call dlsym or
 # dlopen: the encoder's look for a C++ demangler already in the process
 # (dlsym, dlopen RTLD_NOLOAD: the loader's lock, which the interrupted code
