@@ -504,6 +504,92 @@ exact_put(uintptr_t r, size_t len)
 	warm_bytes += len;
 }
 
+/* Takes [a, a + len) from the front of the warm run that starts at a;
+ * false if there is none that long. Called with lock held. */
+static bool
+warm_take(uintptr_t a, size_t len)
+{
+	for (int i = 0; i < nwarm; i++)
+		if (warm[i].start == a && warm[i].len >= len) {
+			bool all = warm[i].len == len;
+			warm[i].start += len;
+			warm[i].len -= len;
+			warm_bytes -= len;
+			if (all) {
+				nwarm--;
+				memmove(&warm[i], &warm[i + 1],
+				        (size_t)(nwarm - i) * sizeof(warm[0]));
+			}
+			return true;
+		}
+	return false;
+}
+
+/* Moves the pages of [from, from + len) to `to` (read-write, at least len
+ * long): nothing copied, nothing faulted in again. The old place is
+ * reserved again and given back as a free run. Called with lock held. */
+static bool
+move_pages(uintptr_t from, size_t len, uintptr_t to)
+{
+	if (mremap((void *)from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+	           (void *)to) == MAP_FAILED)
+		return false;
+	void *p = mmap((void *)from, len, PROT_NONE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == (void *)from)
+		cold_put(from, len, limited());
+	else if (p != MAP_FAILED) /* a kernel without NOREPLACE */
+		munmap(p, len);
+	/* else something took the place meanwhile: never reused */
+	return true;
+}
+
+bool
+heapprof__range_resizable(const hp_obj *o)
+{
+	return o->run_class == BIG_CLASS && (uintptr_t)(o + 1) == o->run + sizeof(hp_obj);
+}
+
+/* A sampled block over 512 KiB that realloc grows, as glibc's mremap
+ * would: in place when the pages after its run are free (the frontier, a
+ * warm run), else its pages move to a run of the new size. Copied, a
+ * buffer grown 1 MiB at a time to 256 MiB took 8.4 M page faults and 135 s
+ * instead of 66 k and 1.1 s (rel.cost.regrow). Returns the new user
+ * pointer, the header moved with it and its run updated, or NULL with
+ * nothing changed (the caller copies). */
+void *
+heapprof__range_resize(hp_obj *o, size_t n)
+{
+	uintptr_t run = o->run, to = 0;
+	size_t oldlen = (size_t)o->shard * page, need;
+	if (!heapprof__range_resizable(o) || heapprof__range_in_lock ||
+	    __builtin_add_overflow(n, sizeof(hp_obj), &need) ||
+	    need > PTRDIFF_MAX - page)
+		return NULL;
+	size_t len = (need + page - 1) & ~(page - 1);
+	if (len <= oldlen || len / page > UINT32_MAX ||
+	    !heapprof__rlock(&lock))
+		return NULL;
+	if (run + oldlen == bump ? frontier(len - oldlen) != 0
+	                         : warm_take(run + oldlen, len - oldlen)) {
+		to = run;
+	} else {
+		bool dirty;
+		uintptr_t d = exact_get(len, &dirty);
+		if (d && move_pages(run, oldlen, d))
+			to = d;
+		else if (d)
+			exact_put(d, len);
+	}
+	heapprof__runlock(&lock);
+	if (!to)
+		return NULL;
+	o = (hp_obj *)to;
+	o->run = to;
+	o->shard = (uint32_t)(len / page);
+	return o + 1;
+}
+
 /* Small objects: slots of 2^k bytes (128 .. 2048, header included) cut
  * from 64 KiB slabs, so that at small rates (rate 1 samples everything) a
  * live 64-byte sample costs a 128-byte slot, not a page. Slots never

@@ -90,6 +90,45 @@ sampled_alloc(hp_tls *t, int64_t rate, size_t size, size_t align, bool zero,
 	return p;
 }
 
+/* realloc to n bytes of sampled object o, whose new size is a sample
+ * too, when its block can grow without a copy (range.c): the old sample
+ * is freed and the new one recorded, as for a copying realloc. NULL:
+ * could not, nothing changed. */
+static HP_NOINLINE void *
+sampled_resize(hp_tls *t, int64_t rate, hp_obj *o, size_t n, uintptr_t ra,
+               int extra)
+{
+	int saved = errno;
+	hp_enter(t);
+	uint64_t stack[HP_MAX_DEPTH + 1];
+	int d = heapprof__stack_capture(t, ra, stack, heapprof__cfg.depth + extra);
+	hp_bucket *b = heapprof__bucket_get(stack + (d > extra ? extra : 0),
+	                                    d > extra ? d - extra : d, n, rate);
+	hp_bucket *ob = o->bucket;
+	size_t osize = o->size;
+	uint32_t oslot = o->age_slot;
+	void *p = b ? heapprof__range_resize(o, n) : NULL;
+	if (p) {
+		atomic_fetch_add_explicit(&ob->free_objects, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&ob->free_bytes, (int64_t)osize,
+		                          memory_order_relaxed);
+		heapprof__peak_free(ob);
+		heapprof__age_untrack(oslot);
+		hp_obj *no = heapprof__range_obj(p);
+		no->size = n;
+		no->bucket = b;
+		atomic_fetch_add_explicit(&b->alloc_objects, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&b->alloc_bytes, (int64_t)n,
+		                          memory_order_relaxed);
+		heapprof__peak_alloc(b);
+		no->age_slot = heapprof__age_track(b);
+	}
+	hp_leave(t);
+	heapprof__serve_tick(t);
+	errno = saved;
+	return p;
+}
+
 /* An allocation of a thread inside the profiler: private memory, or NULL
  * (the caller forwards it to the next allocator). */
 static void *
@@ -216,9 +255,23 @@ realloc_owned(hp_tls *t, void *p, size_t n, uintptr_t ra, int extra)
 		o->size = n;
 		return p;
 	}
-	void *q = t->busy ? priv_alloc(n, 16, false) : NULL;
-	if (!q)
-		q = t->busy ? heapprof__next.malloc(n) : malloc_at(t, n, ra, extra);
+	void *q;
+	if (t->busy) {
+		q = priv_alloc(n, 16, false);
+		if (!q)
+			q = heapprof__next.malloc(n);
+	} else if (heapprof__fast(t, heapprof__weight(n))) {
+		q = heapprof__next.malloc(n);
+	} else { /* a sample (malloc_at's steps, with a growth in place) */
+		int64_t rate = sample_decide(t, n);
+		if (rate && n > usable && o->magic == HP_OBJ_MAGIC &&
+		    heapprof__range_resizable(o) &&
+		    (q = sampled_resize(t, rate, o, n, ra, extra)))
+			return q;
+		q = rate ? sampled_alloc(t, rate, n, 16, false, ra, extra) : NULL;
+		if (!q)
+			q = heapprof__next.malloc(n);
+	}
 	if (!q)
 		return NULL; /* errno is ENOMEM; p is untouched */
 	/* What the program may have written: up to the usable size. */
