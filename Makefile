@@ -114,7 +114,7 @@ $(B)/obj/cli/cmd_flame.o: ALLCFLAGS += -I$(B)/gen
 # Unit tests: test_collect_* link the capture modules (without interpose.o).
 # They link the capture modules that need no process-wide set-up (the test
 # defines the globals those use): no constructor, no interposed malloc.
-COLLECT_UNIT_OBJ := $(addprefix $(B)/obj/src/collect/,sampler.o range.o range_lock.o bucket.o arena.o stack.o unwind.o loaded_ids.o)
+COLLECT_UNIT_OBJ := $(addprefix $(B)/obj/src/collect/,sampler.o range.o range_exact.o range_lock.o bucket.o arena.o stack.o unwind.o loaded_ids.o)
 $(B)/tests/test_collect_%: tests/unit/test_collect_%.c $(COLLECT_UNIT_OBJ) $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -fno-omit-frame-pointer -Itests -Isrc/collect -o $@ $^ $(LIBS)

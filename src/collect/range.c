@@ -42,10 +42,13 @@
  * that would need a lock then give up instead of deadlocking: allocation
  * returns NULL, a free leaks the block (its counters are still updated).
  *
+ * Exact runs (blocks over 512 KiB: kept warm when freed, grown or moved
+ * by realloc) are range_exact.c's; range_int.h is what the two share.
+ *
  * Shared state: base is written once before sampling starts; span,
- * bump, committed, the page-run free lists, the exact-run list and
- * live_runs are protected by `lock`; each slot shard's lists and count by
- * its own lock.
+ * bump, committed, the page-run free lists, range_exact.c's lists and
+ * live_runs are protected by `rg_lock`; each slot shard's lists and count
+ * by its own lock.
  */
 #include <errno.h>
 #include <sched.h>
@@ -57,6 +60,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "range_int.h"
 #include "range_lock.h"
 
 #ifndef MAP_FIXED_NOREPLACE
@@ -64,7 +68,6 @@
 #endif
 
 #define NCLASS 8       /* page runs of 2^0 .. 2^7 pages; larger are exact */
-#define BIG_CLASS 63   /* run_class of an exact run (below SLOT_CLASS) */
 #define COMMIT_STEP ((size_t)1 << 20)
 #define INITIAL ((size_t)4 << 20)     /* first reservation */
 #define STEP_LIMITED ((size_t)4 << 20) /* growth / trim slack under a limit */
@@ -75,41 +78,15 @@
 uintptr_t heapprof__range_base;
 _Atomic uintptr_t heapprof__range_span; /* 0 until initialised */
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static size_t page;
-static uintptr_t bump;      /* next unused byte (lock) */
+pthread_mutex_t rg_lock = PTHREAD_MUTEX_INITIALIZER;
+size_t rg_page;
+uintptr_t rg_bump;      /* next unused byte (lock) */
 static bool pinned;         /* a large reservation, never trimmed (init) */
-static uintptr_t committed; /* [bump, committed) is read-write (lock) */
+uintptr_t rg_committed; /* [bump, committed) is read-write (lock) */
 static uintptr_t free_list[NCLASS]; /* run starts, linked via word 0 (lock) */
 static uint64_t live_runs; /* page runs in use (lock) */
 static _Atomic uint64_t exhausted; /* allocations the range could not serve */
 static _Atomic uint64_t priv_live; /* live private blocks (not samples) */
-
-/* A free exact run: address-ordered list, nodes from the arena (lock). */
-typedef struct extent {
-	uintptr_t start;
-	size_t len;
-	struct extent *next;
-	bool hole;  /* unmapped (under a limit), else PROT_NONE */
-} extent;
-static extent *extents;    /* free exact runs, by address (lock) */
-static extent *spare;      /* unused nodes (lock) */
-
-/* Freed exact runs kept read-write for the next large sampled block (not
- * under an address-space limit), oldest first, up to WARM_MAX bytes in
- * all (lock). Given back to PROT_NONE at once, a block > 512 KiB that a
- * program allocates and frees in a loop faulted in every page again each
- * time: 4 MiB x 500 took 512 k page faults and 6.8 s instead of 2 k and
- * 0.13 s (glibc serves such a loop from its heap after the first free: its
- * mmap threshold rises to the freed size, up to 32 MiB). */
-#define WARM_MAX ((size_t)32 << 20)
-#define NWARM 8
-static struct {
-	uintptr_t start;
-	size_t len;
-} warm[NWARM];
-static int nwarm;
-static size_t warm_bytes;
 
 /* Frees that came while a fork was being prepared (range_lock.c's
  * fence): a lock-free stack linked through the header's bucket field,
@@ -117,16 +94,16 @@ static size_t warm_bytes;
 static _Atomic(hp_obj *) deferred;
 static void drain_deferred(void);
 
-static uintptr_t
-span_get(void)
+uintptr_t
+rg_span(void)
 {
 	return atomic_load_explicit(&heapprof__range_span, memory_order_relaxed);
 }
 
 /* Is the address space limited (ulimit -v)? A limit of a TiB or more
  * counts as none. */
-static bool
-limited(void)
+bool
+rg_limited(void)
 {
 	struct rlimit rl;
 	return getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
@@ -136,25 +113,25 @@ limited(void)
 HP_RARE int
 heapprof__range_init(void)
 {
-	if (span_get())
+	if (rg_span())
 		return 0;
 	/* The auxiliary vector, not sysconf(): init already reads it, and
 	 * sysconf's code is one more page of libc to fault in. */
 	unsigned long ps = getauxval(AT_PAGESZ);
-	page = ps ? (size_t)ps : 4096;
+	rg_page = ps ? (size_t)ps : 4096;
 	/* Midway between the program break and the stack: the largest gap
 	 * of a usual layout, far from where mmap places things, so the range
 	 * can grow upwards. Both ends are randomised (ASLR). */
 	int here;
 	uintptr_t lo = (uintptr_t)sbrk(0), hi = (uintptr_t)&here, hint = 0;
 	if (lo != (uintptr_t)-1 && lo < hi)
-		hint = (lo + (hi - lo) / 2) & ~(uintptr_t)(page - 1);
+		hint = (lo + (hi - lo) / 2) & ~(uintptr_t)(rg_page - 1);
 	for (size_t len = INITIAL; len >= ((size_t)64 << 10); len /= 2) {
 		void *p = mmap((void *)hint, len, PROT_NONE,
 		               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			continue;
-		if (hint && (uintptr_t)p != hint && !limited()) {
+		if (hint && (uintptr_t)p != hint && !rg_limited()) {
 			/* The hint was not honoured (the gap is taken, or a
 			 * sanitizer's shadow memory lies there): placed among
 			 * other mappings, the range could not grow in place.
@@ -171,7 +148,7 @@ heapprof__range_init(void)
 			}
 		}
 		heapprof__range_base = (uintptr_t)p;
-		bump = committed = (uintptr_t)p;
+		rg_bump = rg_committed = (uintptr_t)p;
 		atomic_store_explicit(&heapprof__range_span, len,
 		                      memory_order_release);
 		return 0;
@@ -183,14 +160,14 @@ heapprof__range_init(void)
 static bool
 grow(size_t need)
 {
-	uintptr_t end = heapprof__range_base + span_get();
-	if (need <= end - bump)
+	uintptr_t end = heapprof__range_base + rg_span();
+	if (need <= end - rg_bump)
 		return true;
-	size_t more = need - (end - bump);
-	size_t step = limited() ? STEP_LIMITED : STEP_FREE;
+	size_t more = need - (end - rg_bump);
+	size_t step = rg_limited() ? STEP_LIMITED : STEP_FREE;
 	for (int i = 0; i < 2; i++) {
 		size_t len = i == 0 ? (more + step - 1) / step * step
-		                    : (more + page - 1) & ~(page - 1);
+		                    : (more + rg_page - 1) & ~(rg_page - 1);
 		if (len < more || len > PTRDIFF_MAX) /* overflow */
 			return false;
 		void *p = mmap((void *)end, len, PROT_NONE,
@@ -202,7 +179,7 @@ grow(size_t need)
 			munmap(p, len);
 			return false;
 		}
-		atomic_store_explicit(&heapprof__range_span, span_get() + len,
+		atomic_store_explicit(&heapprof__range_span, rg_span() + len,
 		                      memory_order_release);
 		return true;
 	}
@@ -210,17 +187,17 @@ grow(size_t need)
 }
 
 /* Unmaps the range's free tail beyond some slack. Called with lock held. */
-static void
-trim(void)
+void
+rg_trim(void)
 {
 	if (pinned)
 		return;
-	uintptr_t end = heapprof__range_base + span_get();
-	bool lim = limited();
+	uintptr_t end = heapprof__range_base + rg_span();
+	bool lim = rg_limited();
 	size_t slack = lim ? STEP_LIMITED : SLACK_FREE;
-	if (end - committed <= 2 * slack)
+	if (end - rg_committed <= 2 * slack)
 		return;
-	uintptr_t keep = (committed + slack + page - 1) & ~(uintptr_t)(page - 1);
+	uintptr_t keep = (rg_committed + slack + rg_page - 1) & ~(uintptr_t)(rg_page - 1);
 	if (keep < heapprof__range_base + INITIAL)
 		keep = heapprof__range_base + INITIAL;
 	if (keep >= end)
@@ -231,8 +208,8 @@ trim(void)
 }
 
 /* Puts [a, a + len) back to PROT_NONE, without memory or commit charge. */
-static bool
-release(uintptr_t a, size_t len)
+bool
+rg_release(uintptr_t a, size_t len)
 {
 	if (!len)
 		return true;
@@ -245,24 +222,24 @@ release(uintptr_t a, size_t len)
 }
 
 /* `bytes` from the frontier, read-write, or 0. Called with lock held. */
-static uintptr_t
-frontier(size_t bytes)
+uintptr_t
+rg_frontier(size_t bytes)
 {
 	if (!grow(bytes))
 		return 0;
-	uintptr_t r = bump;
-	if (r + bytes > committed) {
-		uintptr_t end = heapprof__range_base + span_get();
-		size_t need = r + bytes - committed;
+	uintptr_t r = rg_bump;
+	if (r + bytes > rg_committed) {
+		uintptr_t end = heapprof__range_base + rg_span();
+		size_t need = r + bytes - rg_committed;
 		size_t step = (need + COMMIT_STEP - 1) & ~(COMMIT_STEP - 1);
-		if (step <= end - committed &&
-		    mprotect((void *)committed, step, PROT_READ | PROT_WRITE) == 0)
+		if (step <= end - rg_committed &&
+		    mprotect((void *)rg_committed, step, PROT_READ | PROT_WRITE) == 0)
 			need = step;
-		else if (mprotect((void *)committed, need, PROT_READ | PROT_WRITE))
+		else if (mprotect((void *)rg_committed, need, PROT_READ | PROT_WRITE))
 			return 0; /* commit refused, as glibc's mmap would be */
-		committed += need;
+		rg_committed += need;
 	}
-	bump += bytes;
+	rg_bump += bytes;
 	return r;
 }
 
@@ -287,307 +264,7 @@ run_get(uint32_t c, bool *dirty)
 		return r;
 	}
 	*dirty = false;
-	return frontier(page << c);
-}
-
-/* A warm run of len bytes (not zeroed: *dirty), cut from the smallest
- * that holds it, or 0. Called with lock held. */
-static uintptr_t
-warm_get(size_t len)
-{
-	int b = -1;
-	for (int i = 0; i < nwarm; i++)
-		if (warm[i].len >= len && (b < 0 || warm[i].len < warm[b].len))
-			b = i;
-	if (b < 0)
-		return 0;
-	uintptr_t r = warm[b].start;
-	warm[b].start += len;
-	warm[b].len -= len;
-	warm_bytes -= len;
-	if (!warm[b].len) {
-		nwarm--;
-		memmove(&warm[b], &warm[b + 1], (size_t)(nwarm - b) * sizeof(warm[0]));
-	}
-	return r;
-}
-
-/* An exact run of len bytes, or 0: warm (*dirty), else zeroed. Called
- * with lock held. */
-static uintptr_t
-exact_get(size_t len, bool *dirty)
-{
-	uintptr_t w = warm_get(len);
-	*dirty = w != 0;
-	if (w)
-		return w;
-	extent **best = NULL;
-	for (extent **e = &extents; *e; e = &(*e)->next)
-		if ((*e)->len >= len && (!best || (*e)->len < (*best)->len))
-			best = e;
-	if (!best)
-		return frontier(len);
-	extent *x = *best;
-	uintptr_t r = x->start;
-	if (x->hole) {
-		void *p = mmap((void *)r, len, PROT_READ | PROT_WRITE,
-		               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-		               -1, 0);
-		if (p == MAP_FAILED && errno == EEXIST) {
-			/* Something else was mapped into the hole: never
-			 * reuse it (see exact_put). */
-			*best = x->next;
-			x->next = spare;
-			spare = x;
-			return 0;
-		}
-		if (p == MAP_FAILED)
-			return 0;
-		if ((uintptr_t)p != r) {
-			munmap(p, len);
-			return 0;
-		}
-	} else if (mprotect((void *)r, len, PROT_READ | PROT_WRITE) != 0) {
-		return 0;
-	}
-	if (x->len == len) {
-		*best = x->next;
-		x->next = spare;
-		spare = x;
-	} else {
-		x->start += len;
-		x->len -= len;
-	}
-	return r;
-}
-
-static void
-unlink_extent(extent *x)
-{
-	extent **pp = &extents;
-	while (*pp != x)
-		pp = &(*pp)->next;
-	*pp = x->next;
-	x->next = spare;
-	spare = x;
-}
-
-/* Gives an exact run back: coalesced with free neighbours of its kind,
- * and with the frontier if it reaches it. Called with lock held.
- *
- * Under an address-space limit a free run is unmapped (a hole), so that
- * it does not count against the limit; the range keeps its first page
- * mapped, so a run at base leaves that page behind (exact_put). A hole
- * inside [base, base + span) is safe from the kernel's own placement:
- * mmap places top-down from below the stack, and a process under a limit
- * of less than a TiB cannot reach the middle of the gap where the range
- * lives. Only a program that maps at a chosen address could land there;
- * the hole is then never reused. */
-static void
-put_run(uintptr_t r, size_t len, bool hole)
-{
-	extent **e = &extents, *prev = NULL;
-	while (*e && (*e)->start < r) {
-		prev = *e;
-		e = &(*e)->next;
-	}
-	extent *next = *e;
-	uintptr_t s = r, end = r + len;
-	bool join_prev = prev && prev->hole == hole &&
-	                 prev->start + prev->len == r;
-	bool join_next = next && next->hole == hole && next->start == end;
-	if (join_prev)
-		s = prev->start;
-	if (join_next)
-		end = next->start + next->len;
-	if (end == bump && hole) {
-		/* The range ends at s now: the tail goes back whole. */
-		uintptr_t top = heapprof__range_base + span_get();
-		atomic_store_explicit(&heapprof__range_span,
-		                      s - heapprof__range_base,
-		                      memory_order_release);
-		munmap((void *)s, top - s);
-		committed = bump = s;
-		if (join_prev)
-			unlink_extent(prev);
-		return;
-	}
-	if (end == bump && release(s, committed - s)) {
-		/* Back to the frontier: everything from s up is unused. (If
-		 * that fails, the run stays a free extent, below.) */
-		committed = bump = s;
-		if (join_prev)
-			unlink_extent(prev);
-		trim();
-		return;
-	}
-	if (hole)
-		munmap((void *)r, len);
-	else
-		release(r, len);
-	if (join_prev && join_next) {
-		prev->len = end - prev->start;
-		prev->next = next->next;
-		next->next = spare;
-		spare = next;
-	} else if (join_prev) {
-		prev->len = end - prev->start;
-	} else if (join_next) {
-		next->start = r;
-		next->len = end - r;
-	} else {
-		extent *x = spare;
-		if (x)
-			spare = x->next;
-		else
-			x = heapprof__arena_alloc(sizeof(*x));
-		if (!x)
-			return; /* no memory to remember it: the run is lost */
-		x->start = r;
-		x->len = len;
-		x->hole = hole;
-		x->next = next;
-		*e = x;
-	}
-}
-
-/* A run at base under a limit: its first page stays (PROT_NONE), the rest
- * becomes a hole. Kept whole, a freed block at base went on counting
- * against the limit: the first sampled allocation of 4 GiB, freed, left
- * 4 GiB of the limit taken (rel.range.cycle under ulimit -v). */
-static void
-cold_put(uintptr_t r, size_t len, bool lim)
-{
-	if (lim && r == heapprof__range_base && len > page) {
-		put_run(r, page, false);
-		r += page;
-		len -= page;
-	}
-	put_run(r, len, lim && r > heapprof__range_base);
-}
-
-/* A freed exact run: kept warm (joined with warm neighbours; the oldest
- * go back to make room), or given back. Called with lock held. */
-static void
-exact_put(uintptr_t r, size_t len)
-{
-	bool lim = limited();
-	while (lim && nwarm) { /* a limit set since: warm runs go back too */
-		nwarm--;
-		warm_bytes -= warm[nwarm].len;
-		cold_put(warm[nwarm].start, warm[nwarm].len, true);
-	}
-	for (int i = 0; i < nwarm;) {
-		if (warm[i].start + warm[i].len != r && r + len != warm[i].start) {
-			i++;
-			continue;
-		}
-		r = warm[i].start < r ? warm[i].start : r;
-		len += warm[i].len;
-		warm_bytes -= warm[i].len;
-		nwarm--;
-		memmove(&warm[i], &warm[i + 1], (size_t)(nwarm - i) * sizeof(warm[0]));
-	}
-	if (lim || len > WARM_MAX) {
-		cold_put(r, len, lim);
-		return;
-	}
-	while (nwarm == NWARM || warm_bytes + len > WARM_MAX) {
-		cold_put(warm[0].start, warm[0].len, false);
-		warm_bytes -= warm[0].len;
-		nwarm--;
-		memmove(&warm[0], &warm[1], (size_t)nwarm * sizeof(warm[0]));
-	}
-	warm[nwarm].start = r;
-	warm[nwarm].len = len;
-	nwarm++;
-	warm_bytes += len;
-}
-
-/* Takes [a, a + len) from the front of the warm run that starts at a;
- * false if there is none that long. Called with lock held. */
-static bool
-warm_take(uintptr_t a, size_t len)
-{
-	for (int i = 0; i < nwarm; i++)
-		if (warm[i].start == a && warm[i].len >= len) {
-			bool all = warm[i].len == len;
-			warm[i].start += len;
-			warm[i].len -= len;
-			warm_bytes -= len;
-			if (all) {
-				nwarm--;
-				memmove(&warm[i], &warm[i + 1],
-				        (size_t)(nwarm - i) * sizeof(warm[0]));
-			}
-			return true;
-		}
-	return false;
-}
-
-/* Moves the pages of [from, from + len) to `to` (read-write, at least len
- * long): nothing copied, nothing faulted in again. The old place is
- * reserved again and given back as a free run. Called with lock held. */
-static bool
-move_pages(uintptr_t from, size_t len, uintptr_t to)
-{
-	if (mremap((void *)from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
-	           (void *)to) == MAP_FAILED)
-		return false;
-	void *p = mmap((void *)from, len, PROT_NONE,
-	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	if (p == (void *)from)
-		cold_put(from, len, limited());
-	else if (p != MAP_FAILED) /* a kernel without NOREPLACE */
-		munmap(p, len);
-	/* else something took the place meanwhile: never reused */
-	return true;
-}
-
-bool
-heapprof__range_resizable(const hp_obj *o)
-{
-	return o->run_class == BIG_CLASS && (uintptr_t)(o + 1) == o->run + sizeof(hp_obj);
-}
-
-/* A sampled block over 512 KiB that realloc grows, as glibc's mremap
- * would: in place when the pages after its run are free (the frontier, a
- * warm run), else its pages move to a run of the new size. Copied, a
- * buffer grown 1 MiB at a time to 256 MiB took 8.4 M page faults and 135 s
- * instead of 66 k and 1.1 s (rel.cost.regrow). Returns the new user
- * pointer, the header moved with it and its run updated, or NULL with
- * nothing changed (the caller copies). */
-void *
-heapprof__range_resize(hp_obj *o, size_t n)
-{
-	uintptr_t run = o->run, to = 0;
-	size_t oldlen = (size_t)o->shard * page, need;
-	if (!heapprof__range_resizable(o) || heapprof__range_in_lock ||
-	    __builtin_add_overflow(n, sizeof(hp_obj), &need) ||
-	    need > PTRDIFF_MAX - page)
-		return NULL;
-	size_t len = (need + page - 1) & ~(page - 1);
-	if (len <= oldlen || len / page > UINT32_MAX ||
-	    !heapprof__rlock(&lock))
-		return NULL;
-	if (run + oldlen == bump ? frontier(len - oldlen) != 0
-	                         : warm_take(run + oldlen, len - oldlen)) {
-		to = run;
-	} else {
-		bool dirty;
-		uintptr_t d = exact_get(len, &dirty);
-		if (d && move_pages(run, oldlen, d))
-			to = d;
-		else if (d)
-			exact_put(d, len);
-	}
-	heapprof__runlock(&lock);
-	if (!to)
-		return NULL;
-	o = (hp_obj *)to;
-	o->run = to;
-	o->shard = (uint32_t)(len / page);
-	return o + 1;
+	return rg_frontier(rg_page << c);
 }
 
 /* Small objects: slots of 2^k bytes (128 .. 2048, header included) cut
@@ -639,10 +316,10 @@ slot_get(shard *h, unsigned shift)
 	}
 	if (h->next[k] == h->end[k]) {
 		bool dirty;
-		if (!heapprof__rlock(&lock))
+		if (!heapprof__rlock(&rg_lock))
 			return 0;
-		uintptr_t slab = run_get(class_of(SLAB_BYTES / page), &dirty);
-		heapprof__runlock(&lock);
+		uintptr_t slab = run_get(class_of(SLAB_BYTES / rg_page), &dirty);
+		heapprof__runlock(&rg_lock);
 		if (!slab)
 			return 0;
 		h->next[k] = slab;
@@ -700,8 +377,8 @@ slot_alloc(size_t size, bool zero)
 void
 heapprof__range_populate(void *p, size_t size)
 {
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page - 1);
-	uintptr_t e = ((uintptr_t)p + size + page - 1) & ~(uintptr_t)(page - 1);
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(rg_page - 1);
+	uintptr_t e = ((uintptr_t)p + size + rg_page - 1) & ~(uintptr_t)(rg_page - 1);
 	int saved = errno;
 	(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
 	errno = saved;
@@ -712,24 +389,24 @@ range_alloc(size_t size, size_t align, bool zero, bool priv)
 {
 	drain_deferred();
 	size_t need;
-	if (!span_get() || heapprof__range_in_lock || size > PTRDIFF_MAX || align > PTRDIFF_MAX ||
+	if (!rg_span() || heapprof__range_in_lock || size > PTRDIFF_MAX || align > PTRDIFF_MAX ||
 	    __builtin_add_overflow(size, sizeof(hp_obj) + align, &need) ||
 	    need > PTRDIFF_MAX)
 		return NULL;
 	if (align <= sizeof(hp_obj) &&
 	    size + sizeof(hp_obj) <= ((size_t)1 << SLOT_MAX_SHIFT))
 		return slot_alloc(size, zero);
-	size_t pages = (need + page - 1) / page;
+	size_t pages = (need + rg_page - 1) / rg_page;
 	uint32_t c = pages <= ((size_t)1 << (NCLASS - 1)) ? class_of(pages)
 	                                                  : BIG_CLASS;
 	bool dirty = false;
-	if (!heapprof__rlock(&lock))
+	if (!heapprof__rlock(&rg_lock))
 		return NULL;
-	uintptr_t run = c == BIG_CLASS ? exact_get(pages * page, &dirty)
+	uintptr_t run = c == BIG_CLASS ? rg_exact_get(pages * rg_page, &dirty)
 	                               : run_get(c, &dirty);
 	if (run)
 		live_runs++;
-	heapprof__runlock(&lock);
+	heapprof__runlock(&rg_lock);
 	if (!run)
 		return NULL;
 	if (priv)
@@ -776,9 +453,9 @@ heapprof__range_usable(const hp_obj *o)
 	if (o->run_class >= SLOT_CLASS)
 		end = o->run + ((size_t)1 << (o->run_class - SLOT_CLASS));
 	else if (o->run_class == BIG_CLASS)
-		end = o->run + (size_t)o->shard * page;
+		end = o->run + (size_t)o->shard * rg_page;
 	else
-		end = o->run + (page << o->run_class);
+		end = o->run + (rg_page << o->run_class);
 	return end - user;
 }
 
@@ -802,10 +479,10 @@ give_back(hp_obj *o)
 		return;
 	}
 	size_t pages = o->shard;
-	if (!heapprof__rlock(&lock))
+	if (!heapprof__rlock(&rg_lock))
 		goto not_now;
 	if (c == BIG_CLASS) {
-		exact_put(run, pages * page);
+		rg_exact_put(run, pages * rg_page);
 	} else {
 		*(uintptr_t *)run = free_list[c];
 		/* The link before the head: a child forked at any instant of
@@ -815,7 +492,7 @@ give_back(hp_obj *o)
 		free_list[c] = run;
 	}
 	live_runs--;
-	heapprof__runlock(&lock);
+	heapprof__runlock(&rg_lock);
 	return;
 not_now:
 	if (!heapprof__rlock_forking())
@@ -861,12 +538,11 @@ heapprof__range_stats(uint64_t *live, uint64_t *mapped, uint64_t *exh)
 	 * longjmp out of such a handler). Counts are then approximate. */
 	*live = 0;
 	*mapped = 0;
-	if (!heapprof__range_in_lock && pthread_mutex_trylock(&lock) == 0) {
+	if (!heapprof__range_in_lock && pthread_mutex_trylock(&rg_lock) == 0) {
 		*live = live_runs;
-		*mapped = committed - heapprof__range_base;
-		for (extent *e = extents; e; e = e->next)
-			*mapped -= e->len; /* PROT_NONE again */
-		pthread_mutex_unlock(&lock);
+		*mapped = rg_committed - heapprof__range_base -
+		          rg_exact_released(); /* PROT_NONE again */
+		pthread_mutex_unlock(&rg_lock);
 	}
 	*exh = atomic_load_explicit(&exhausted, memory_order_relaxed);
 	for (int i = 0; i < NSHARD && !heapprof__range_in_lock; i++) {
@@ -898,7 +574,7 @@ heapprof__range_atfork_child(void)
 	heapprof__rlock_fork_child();
 	/* A lock another thread held at the fork is reset; one that is free
 	 * is left unwritten (a page a fork child need not copy). */
-	hp_mutex_reset(&lock);
+	hp_mutex_reset(&rg_lock);
 	for (int i = 0; i < NSHARD; i++)
 		hp_mutex_reset(&shards[i].lock);
 }
