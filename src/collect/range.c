@@ -68,6 +68,16 @@
 #endif
 
 #define NCLASS 8       /* page runs of 2^0 .. 2^7 pages; larger are exact */
+/* A fresh page run under a sampled malloc (not calloc, whose zeroed
+ * memory programs may use sparsely) has its first POP_SAMPLED bytes made
+ * present at once: the program is about to write them, and where glibc
+ * would have given it warm heap memory the range gives fresh pages. As
+ * page faults they cost ~300 a compile of this project (6,600 against
+ * 6,300 without the profiler; a fault 15-40 us here, a populated page
+ * ~1 us); populated, the compile's faults are those of no profiler and
+ * its resident pages the same. Capped so that a program's sparse use of
+ * a large block costs at most 64 KiB of memory more per sample. */
+#define POP_SAMPLED ((size_t)64 << 10)
 #define COMMIT_STEP ((size_t)1 << 20)
 #define INITIAL ((size_t)4 << 20)     /* first reservation */
 #define STEP_LIMITED ((size_t)4 << 20) /* growth / trim slack under a limit */
@@ -373,7 +383,8 @@ slot_alloc(size_t size, bool zero)
  * such blocks). Page runs only (slots share slabs with sampled objects);
  * a private block that grows in place (slowpath.c) has its new part made
  * present then. Where the call is unknown (EINVAL), pages fault in as
- * before. Sampled objects are the program's and are left alone. */
+ * before. Sampled objects: the first POP_SAMPLED bytes of a fresh page
+ * run under a malloc (range_alloc). */
 void
 heapprof__range_populate(void *p, size_t size)
 {
@@ -411,6 +422,9 @@ range_alloc(size_t size, size_t align, bool zero, bool priv)
 		return NULL;
 	if (priv)
 		heapprof__range_populate((void *)run, need);
+	else if (!dirty && !zero && c != BIG_CLASS)
+		heapprof__range_populate((void *)run,
+		                         need < POP_SAMPLED ? need : POP_SAMPLED);
 	uintptr_t user = run + sizeof(hp_obj);
 	if (align > sizeof(hp_obj))
 		user = (run + sizeof(hp_obj) + align - 1) & ~(uintptr_t)(align - 1);

@@ -16,11 +16,36 @@
  * every growth before (a buffer grown 1 MiB at a time to 256 MiB: 135 s
  * instead of 1.1 s); one buffer grows at the range's frontier, two make
  * each other move.
+ *
+ * "rprog_bigloop present": one malloc and one calloc of 100,000 bytes
+ * (sampled at HEAPPROF_RATE=1), then prints "malloc R calloc R": how many
+ * of the pages under each are resident before the program touches them
+ * (mincore). A fresh sampled run under a malloc has its first 64 KiB made
+ * present (16 pages); a calloc's is left to fault (only the profiler's
+ * header page).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
+
+static int
+resident(void *p, size_t n)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)p & ~(pg - 1);
+	size_t len = ((uintptr_t)p + n - a + pg - 1) / pg;
+	unsigned char v[64];
+	if (len > sizeof(v) || mincore((void *)a, len * pg, v))
+		return -1;
+	int r = 0;
+	for (size_t i = 0; i < len; i++)
+		r += v[i] & 1;
+	return r;
+}
 
 static long
 minflt_now(void)
@@ -58,6 +83,11 @@ grow(size_t step, int n, int bufs)
 int
 main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "present")) {
+		void *m = malloc(100000), *c = calloc(1, 100000);
+		printf("malloc %d calloc %d\n", resident(m, 100000), resident(c, 100000));
+		return 0;
+	}
 	if (argc == 5 && !strcmp(argv[1], "grow"))
 		return grow((size_t)atol(argv[2]), atoi(argv[3]), atoi(argv[4]) == 2 ? 2 : 1);
 	if (argc < 3)
