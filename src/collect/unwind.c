@@ -39,8 +39,10 @@
  * unchecked read.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 
@@ -74,8 +76,8 @@ enum {
 #define OFF8_MAX 0x1fff
 #define SLOT_MAX 0x3f
 
-/* The cache: direct-mapped, 8192 words of 64 bits (64 KiB of bss, touched
- * only where used). A word is (key >> CBITS) << RULE_BITS | rule, where
+/* The cache: direct-mapped, 8192 words of 64 bits (64 KiB of bss, made
+ * present at the first miss: cache_present). A word is (key >> CBITS) << RULE_BITS | rule, where
  * key is the looked-up address; the slot index is the key's low bits xor
  * the next ones, which the stored high bits give back, so word and slot
  * together name one key (an empty word, tag 0, names none).
@@ -85,7 +87,10 @@ enum {
  * (5-level paging) are not cached. */
 #define CBITS 13
 #define CSIZE (1u << CBITS)
-static _Atomic uint64_t cache[CSIZE] HP_BIG_BSS;
+static _Atomic uint64_t cache[CSIZE] HP_BIG_BSS __attribute__((aligned(4096)));
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels say EINVAL */
+#endif
 
 HP_INLINE uint32_t
 cache_slot(uintptr_t key)
@@ -494,9 +499,23 @@ resolve(uintptr_t q, int exact)
 	return RULE(row.cfa_reg == DW_RSP ? R_RSP : R_RBP, row.cfa_off / 8, slot);
 }
 
+/* Whether the cache's pages were made present: at the first miss, with
+ * one system call (range.c), not a page fault (15-40 us here) at the
+ * first store into each of its 16 pages, which the hash spreads the
+ * first few dozen frames over (~12-15 faults in each sampled compiler or
+ * assembler process). A race makes it twice, harmlessly; a kernel
+ * without the call (EINVAL) faults them in as before. */
+static _Atomic int cache_present;
+
 static HP_NOINLINE uint32_t
 lookup_slow(uintptr_t q, int exact, uint32_t i, uint64_t tag)
 {
+	if (HP_UNLIKELY(!atomic_load_explicit(&cache_present, memory_order_relaxed))) {
+		atomic_store_explicit(&cache_present, 1, memory_order_relaxed);
+		int saved = errno;
+		(void)madvise((void *)cache, sizeof(cache), MADV_POPULATE_WRITE);
+		errno = saved;
+	}
 	uint32_t r = resolve(q, exact);
 	if (tag < (1ull << (64 - RULE_BITS)))
 		atomic_store_explicit(&cache[i], tag << RULE_BITS | r,
