@@ -79,7 +79,21 @@ find_library(char *buf, size_t cap)
 		if (strlen(env) >= cap)
 			return -ENAMETOOLONG;
 		strcpy(buf, env);
-		return access(buf, R_OK) == 0 ? 0 : -errno;
+		if (access(buf, R_OK) != 0)
+			return -errno;
+		/* A relative path is made absolute: LD_PRELOAD takes it as
+		 * it is, relative to each process's own directory, so every
+		 * process that ran elsewhere (make -C, a cd) was silently not
+		 * profiled. A bare name is left to the loader's search. */
+		if (buf[0] != '/' && strchr(buf, '/')) {
+			char abs[PATH_MAX];
+			if (!realpath(buf, abs))
+				return -errno;
+			if (strlen(abs) >= cap)
+				return -ENAMETOOLONG;
+			strcpy(buf, abs);
+		}
+		return 0;
 	}
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);

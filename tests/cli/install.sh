@@ -131,6 +131,20 @@ else
 	fail library_env "without: status $st1 ($(head -c 200 "$T/lone.out")); with: status $st2 ($(head -c 200 "$T/lone2.out")); a missing one: status $st3 ($(head -c 200 "$T/lone3.out"))"
 fi
 
+# ---- a relative HEAPPROF_LIBRARY reaches processes that run elsewhere:
+# LD_PRELOAD took it as it was, so a child in another directory (make -C,
+# a cd) was silently not profiled.
+mkdir -p "$T/rel/sub"
+(cd "$T" && HEAPPROF_LIBRARY=moved/tree/usr/lib/heapprof/libheapprof.so "$T/lone/heapprof" run -r 1 \
+	-o "$T/rel/r.%p.pb.gz" -- sh -c "cd '$T/rel/sub' && exec '$T/plain'") >"$T/rel.out" 2>&1
+st=$?
+if [ "$st" -eq 0 ] && [ "$(ls "$T/rel" | grep -c 'pb\.gz$')" -ge 1 ] &&
+   ! grep -q 'cannot be preloaded' "$T/rel.out"; then
+	pass library_env_relative
+else
+	fail library_env_relative "status $st, files: $(ls "$T/rel" | tr '\n' ' '): $(head -c 300 "$T/rel.out")"
+fi
+
 # ---- pkg-config, pointed at the moved tree
 PKG="pkg-config --define-variable=prefix=$R"
 export PKG_CONFIG_PATH=$R/lib/pkgconfig
