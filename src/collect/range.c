@@ -390,8 +390,12 @@ heapprof__range_populate(void *p, size_t size)
 {
 	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(rg_page - 1);
 	uintptr_t e = ((uintptr_t)p + size + rg_page - 1) & ~(uintptr_t)(rg_page - 1);
+	static _Atomic int unknown; /* EINVAL once: a kernel before 5.14 */
+	if (atomic_load_explicit(&unknown, memory_order_relaxed))
+		return;
 	int saved = errno;
-	(void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+	if (madvise((void *)a, e - a, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+		atomic_store_explicit(&unknown, 1, memory_order_relaxed);
 	errno = saved;
 }
 
