@@ -214,14 +214,19 @@ fi
 
 # --- ... and one that samples a few dozen stacks (90 buckets at rate 1)
 # and writes nothing: the bucket table, unwinder cache, slabs and code
-# pages it touches. +39 now (+10 of it the shim's); +47 when the bucket
+# pages it touches. +39 (+10 of it the shim's); +47 when the bucket
 # table started at 4,096 slots (9 pages, most touched by 90 buckets).
+# ru_minflt also counts the pages made present by MADV_POPULATE_WRITE,
+# which take no trap (~1 us each against 15-40 us): since the unwinder's
+# 64 KiB cache and the first pages of sampled runs are populated, it reads
+# about +52 while the traps (perf stat -e page-faults, median of 5) went
+# from +34 to +31.
 a=$("$P/rprog_execfaults" 40 "$P/rprog_stacks" 2>/dev/null)
 b=$(env HEAPPROF_RATE=1 HEAPPROF_EXIT=0 LD_PRELOAD="$LIB" "$P/rprog_execfaults" 40 "$P/rprog_stacks" 2>/dev/null)
-if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 43 ]; then
+if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 58 ]; then
 	pass rel.cost.sample_faults
 else
-	fail rel.cost.sample_faults "page faults of rprog_stacks: $a alone, $b sampling every allocation (limit +43)"
+	fail rel.cost.sample_faults "page faults of rprog_stacks: $a alone, $b sampling every allocation (limit +58)"
 fi
 
 # --- a process that sampled writes, and so does its child (it inherits
