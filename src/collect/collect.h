@@ -273,8 +273,8 @@ void *heapprof__range_private(size_t size, size_t align, bool zero);
 /* Bytes usable from the user pointer to the end of the object's slot or
  * run (>= its size; for page-aligned blocks a whole number of pages). */
 size_t heapprof__range_usable(const hp_obj *o);
-/* Whether realloc may grow o's block without a copy (a sampled block
- * over 512 KiB), and that growth: the new user pointer, or NULL with
+/* Whether realloc may resize o's block without a copy (a sampled block
+ * over 512 KiB), and that resize: the new user pointer, or NULL with
  * nothing changed. */
 bool heapprof__range_resizable(const hp_obj *o);
 void *heapprof__range_resize(hp_obj *o, size_t n);

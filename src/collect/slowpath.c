@@ -264,7 +264,7 @@ realloc_owned(hp_tls *t, void *p, size_t n, uintptr_t ra, int extra)
 		q = heapprof__next.malloc(n);
 	} else { /* a sample (malloc_at's steps, with a growth in place) */
 		int64_t rate = sample_decide(t, n);
-		if (rate && n > usable && o->magic == HP_OBJ_MAGIC &&
+		if (rate && o->magic == HP_OBJ_MAGIC &&
 		    heapprof__range_resizable(o) &&
 		    (q = sampled_resize(t, rate, o, n, ra, extra)))
 			return q;

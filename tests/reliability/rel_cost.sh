@@ -151,6 +151,16 @@ for bufs in 1 2; do
 	fi
 done
 
+# ... and shrinks in place (it was copied into a new block of half the
+# size: a 4 MiB copy and 1,024 fresh pages).
+run_t rel.cost.shrink_in_place 60 env HEAPPROF_RATE=4096 HEAPPROF_EXIT=0 \
+	LD_PRELOAD="$LIB" "$P/rprog_bigloop" shrink >"$TMPD/shr.out" 2>&1
+if [ "$RC" -eq 0 ] && grep -q '^same data ok$' "$TMPD/shr.out"; then
+	pass rel.cost.shrink_in_place
+else
+	fail rel.cost.shrink_in_place "status $RC: $(head -c 200 "$TMPD/shr.out")"
+fi
+
 # A sampled malloc's fresh page run has its first 64 KiB made present at
 # once (MADV_POPULATE_WRITE: ~1 us a page here, where the program's first
 # write to each took a 15-40 us page fault: ~300 of them in a compile of

@@ -17,6 +17,9 @@
  * instead of 1.1 s); one buffer grows at the range's frontier, two make
  * each other move.
  *
+ * "rprog_bigloop shrink": fills 8 MiB, reallocs it to 4 MiB and prints
+ * "same" or "moved" and "data ok" or "data bad".
+ *
  * "rprog_bigloop present": one malloc and one calloc of 100,000 bytes
  * (sampled at HEAPPROF_RATE=1), then prints "malloc R calloc R": how many
  * of the pages under each are resident before the program touches them
@@ -83,6 +86,24 @@ grow(size_t step, int n, int bufs)
 int
 main(int argc, char **argv)
 {
+	if (argc == 2 && !strcmp(argv[1], "shrink")) {
+		/* realloc to half: in place (glibc's mremap shrinks in
+		 * place too), the bytes kept */
+		unsigned char *m = malloc((size_t)8 << 20);
+		if (!m)
+			return 3;
+		for (size_t j = 0; j < ((size_t)8 << 20); j++)
+			m[j] = (unsigned char)(j * 7);
+		unsigned char *q = realloc(m, (size_t)4 << 20);
+		if (!q)
+			return 3;
+		int bad = 0;
+		for (size_t j = 0; j < ((size_t)4 << 20); j++)
+			bad |= q[j] != (unsigned char)(j * 7);
+		printf("%s data %s\n", q == m ? "same" : "moved", bad ? "bad" : "ok");
+		free(q);
+		return 0;
+	}
 	if (argc == 2 && !strcmp(argv[1], "present")) {
 		void *m = malloc(100000), *c = calloc(1, 100000);
 		printf("malloc %d calloc %d\n", resident(m, 100000), resident(c, 100000));
