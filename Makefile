@@ -135,12 +135,14 @@ $(B)/tests/prog_%: tests/integration/prog_%.cc
 	$(CXX) -O1 -g -fno-omit-frame-pointer -fno-inline -o $@ $< -lpthread
 # Reliability programs (tests/reliability/): the integration programs
 # flags plus warnings as errors; librchurn.so is what rprog_dlchurn loads;
+# liboldmremap.so, preloaded by rel_remap.sh, is mremap as before Linux 6.17;
 # rprog_secure_linked and rprog_numbers_linked link the static library.
 RTEST_C  := $(wildcard tests/reliability/rprog_*.c)
 RTEST_CC := $(wildcard tests/reliability/rprog_*.cc)
 RTEST_BIN := $(patsubst tests/reliability/%.c,$(B)/tests/%,$(RTEST_C)) \
 	$(patsubst tests/reliability/%.cc,$(B)/tests/%,$(RTEST_CC)) \
-	$(B)/tests/librchurn.so $(B)/tests/rprog_secure_linked \
+	$(B)/tests/librchurn.so $(B)/tests/liboldmremap.so \
+	$(B)/tests/rprog_secure_linked \
 	$(B)/tests/rprog_numbers_linked \
 	$(B)/tests/rprog_range_linked $(B)/tests/rprog_sigexit_linked \
 	$(B)/tests/rprog_serve_linked $(B)/tests/rprog_getattr_linked
@@ -157,6 +159,9 @@ $(B)/tests/rprog_%: tests/reliability/rprog_%.c
 $(B)/tests/rprog_%: tests/reliability/rprog_%.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -fsized-deallocation -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -o $@ $< -lpthread
+$(B)/tests/liboldmremap.so: tests/reliability/rlib_oldmremap.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O1 -g -fPIC -shared $(WARN) -o $@ $<
 $(B)/tests/librchurn.so: tests/reliability/rlib_churn.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O1 -g -fPIC -shared $(WARN) -o $@ $<

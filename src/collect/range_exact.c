@@ -340,8 +340,10 @@ heapprof__range_resize(hp_obj *o, size_t n)
 		uintptr_t d = rg_exact_get(len, &dirty);
 		if (d && move_pages(run, oldlen, d))
 			to = d;
-		else if (d)
-			rg_exact_put(d, len);
+		else if (d) /* not warm: a failed mremap may have unmapped
+		             * part of d (before Linux 6.17, a source of two
+		             * mappings: rel.remap); put_run maps it again */
+			cold_put(d, len, rg_limited());
 	}
 	heapprof__runlock(&rg_lock);
 	if (!to)

@@ -66,6 +66,36 @@ TEST(exp_neg_within_1_ulp)
 	CHECK_EQ(hp_exp_neg(NAN), 0.0);
 }
 
+/* Negative arguments: a legacy heap_v2 line may have a negative in-use
+ * count (pprof's heapSampleRE allows it), so the unsampling takes exp of a
+ * positive number. Go (and libm, used before hpmath.h) give exp(x), +Inf
+ * past 709.78, and with it zeros for that line; hp_exp_neg's series
+ * lost up to ~6,000 ulps there, and below -1,024 ln 2 its 2^-k wrapped
+ * into the sign bit: count -1 of 2839 bytes at rate 2 came out as 1465
+ * bytes (go tool pprof: 0). */
+TEST(exp_neg_of_negatives)
+{
+	int64_t worst = 0;
+	double at = 0;
+	for (double x = -0.0007; x > -709.0; x -= 0.0007) {
+		int64_t u = ulps(hp_exp_neg(x), exp(-x));
+		if (u > worst)
+			worst = u, at = x;
+	}
+	if (worst > 2)
+		T_FAIL("%" PRId64 " ulps at x = %.17g", worst, at);
+	for (double x = -710.0; x > -1e6; x *= 1.01)
+		if (!isinf(hp_exp_neg(x))) {
+			T_FAIL("hp_exp_neg(%.17g) = %.17g, libm inf", x, hp_exp_neg(x));
+			break;
+		}
+	CHECK(isinf(hp_exp_neg(-INFINITY)));
+	int64_t c = 7, s = 7;
+	heapprof_scale_heap_sample(-1, 2839, 2, &c, &s);
+	CHECK_EQ(c, 0);
+	CHECK_EQ(s, 0);
+}
+
 TEST(round_matches_libm)
 {
 	static const double v[] = {0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5,
@@ -131,6 +161,7 @@ int
 main(void)
 {
 	RUN(exp_neg_within_1_ulp);
+	RUN(exp_neg_of_negatives);
 	RUN(round_matches_libm);
 	RUN(unsampling_matches_libm);
 	TEST_MAIN_END();

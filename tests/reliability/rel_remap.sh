@@ -1,0 +1,34 @@
+#!/bin/sh
+# realloc of a sampled block over 512 KiB moves its pages with
+# mremap(MREMAP_FIXED) into a run taken for the new size
+# (range_exact.c). A block moved once is two mappings (the moved pages
+# keep their own), and Linux before 6.17 (Debian 12 runs 6.1) refuses to
+# move a source that spans mappings with EFAULT, after it has unmapped
+# the destination. The failed move's run then went to the warm list with
+# a hole in it, and the copy that followed wrote the new block's header
+# into the hole: SIGSEGV. liboldmremap.so, preloaded first, gives mremap
+# that older behaviour on any kernel; rprog_remap.c grows blocks past
+# their neighbours twice, checks every byte and a calloc's zeros: same
+# output and status as without the profiler (rel.remap.old_kernel.*), and
+# on this kernel as it is (rel.remap.kernel.*).
+. "$(dirname "$0")/lib.sh"
+need_lib rel.remap
+oracle_tmpdir
+P=$PROG/rprog_remap
+SHIM=$PROG/liboldmremap.so
+run_t rel.remap.base 120 "$P" >"$TMPD/base" 2>&1 || exit 0
+base=$RC
+for k in old_kernel kernel; do
+	pre=$LIB
+	[ $k = old_kernel ] && pre=$SHIM:$LIB
+	for r in 1 524288; do
+		n=rel.remap.$k.rate$r
+		run_t $n 120 env HEAPPROF_RATE=$r HEAPPROF_OUT="$TMPD/$k.$r.pb.gz" \
+			LD_PRELOAD="$pre" "$P" >"$TMPD/$k.$r" 2>&1 || continue
+		if [ $RC -ne $base ] || ! cmp -s "$TMPD/base" "$TMPD/$k.$r"; then
+			fail $n "status $RC vs $base: $(head -c 300 "$TMPD/$k.$r" | tr '\n' ' ')"
+		else
+			pass $n
+		fi
+	done
+done
