@@ -117,14 +117,14 @@ $(B)/obj/cli/cmd_flame.o: ALLCFLAGS += -I$(B)/gen
 COLLECT_UNIT_OBJ := $(addprefix $(B)/obj/src/collect/,sampler.o range.o range_exact.o range_lock.o bucket.o arena.o stack.o unwind.o loaded_ids.o)
 $(B)/tests/test_collect_%: tests/unit/test_collect_%.c $(COLLECT_UNIT_OBJ) $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -fno-omit-frame-pointer -Itests -Isrc/collect -o $@ $^ $(LIBS)
+	$(CC) $(ALLCFLAGS) -fno-omit-frame-pointer -Itests -Isrc/collect -o $@ $(filter %.c %.o,$^) $(LIBS)
 # The endpoint's request parser is pure: tested without the capture half.
 $(B)/tests/test_http_req: tests/unit/test_http_req.c $(B)/obj/src/serve/http_req.o $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -Itests -Isrc/serve -o $@ $^ $(LIBS)
+	$(CC) $(ALLCFLAGS) -Itests -Isrc/serve -o $@ $(filter %.c %.o,$^) $(LIBS)
 $(B)/tests/test_%: tests/unit/test_%.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -Itests -Isrc/ops -o $@ $^ $(LIBS)
+	$(CC) $(ALLCFLAGS) -Itests -Isrc/ops -o $@ $(filter %.c %.o,$^) $(LIBS)
 # Integration programs: plain programs, profiled from outside. -O1 and frame
 # pointers so known call sites stay distinct and both unwinders work.
 $(B)/tests/prog_%: tests/integration/prog_%.c

@@ -493,7 +493,7 @@ TEST(invalid_between_valid)
 	/* location 5's line names the missing function 6 */
 	bad[2].nfn = 5, want[2] = HEAPPROF_EID;
 	bad[3].loc[7].id = 4, want[3] = HEAPPROF_EID; /* duplicate id */
-	bad[4].layout = INTER + 1, want[4] = HEAPPROF_EVALUES; /* no types */
+	bad[4].layout = &INTER[1], want[4] = HEAPPROF_EVALUES; /* no types */
 	bad[5].layout = INTER "X", want[5] = HEAPPROF_ECONCAT;
 	bad[6].nstr = 0, want[6] = HEAPPROF_ESTRING0;
 	/* other ids and addresses indexed, then the open fails */
