@@ -146,6 +146,11 @@ for bufs in 1 2; do
 	lim=$((bufs * 16384 * 3 / 2 + 2000))
 	if [ "$RC" -eq 0 ] && [ -n "$f" ] && [ "$f" -le $lim ] && grep -q '^data ok$' "$TMPD/grow.out"; then
 		pass rel.cost.regrow.$bufs
+	elif [ "$RC" -eq 0 ] && [ $bufs = 2 ] && grep -q '^data ok$' "$TMPD/grow.out" &&
+	     [ "$(uname -r | awk -F. '{print ($1 > 6 || ($1 == 6 && $2 >= 17))}')" = 0 ]; then
+		# Before Linux 6.17 mremap moves no block of two mappings (one
+		# moved before, then grown): such a block is copied (rel_remap.sh).
+		skip rel.cost.regrow.$bufs "kernel $(uname -r) cannot move a block of two mappings: $f faults"
 	else
 		fail rel.cost.regrow.$bufs "status $RC, ${f:-?} faults (limit $lim): $(tr '\n' ' ' <"$TMPD/grow.out" | head -c 200)"
 	fi
