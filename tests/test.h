@@ -125,4 +125,14 @@ out_write(void *arg, const void *p, size_t n)
 	return 0;
 }
 
+/* A xorshift64 step: the tests' reproducible pseudo-random numbers. */
+static inline uint64_t
+t_xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
 #endif

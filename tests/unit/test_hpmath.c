@@ -21,15 +21,7 @@
 #include "test.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static uint64_t
-next(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
+#define next() t_xorshift(&rng)
 
 /* Distance in ulps between two positive doubles. */
 static int64_t
