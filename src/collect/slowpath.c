@@ -50,6 +50,40 @@ sample_decide(hp_tls *t, size_t n)
 	return heapprof__sampler_take(t, rate, heapprof__weight(n));
 }
 
+/* The bucket of the program's stack here for a sample of `size` bytes
+ * taken at `rate`, or NULL (profiler memory exhausted). */
+static hp_bucket *
+bucket_here(hp_tls *t, uintptr_t ra, int extra, size_t size, int64_t rate)
+{
+	uint64_t stack[HP_MAX_DEPTH + 1];
+	int d = heapprof__stack_capture(t, ra, stack, heapprof__cfg.depth + extra);
+	return heapprof__bucket_get(stack + (d > extra ? extra : 0),
+	                            d > extra ? d - extra : d, size, rate);
+}
+
+/* A sample of `size` bytes at o, recorded in bucket b. */
+static void
+record_alloc(hp_obj *o, hp_bucket *b, size_t size)
+{
+	atomic_fetch_add_explicit(&b->alloc_objects, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&b->alloc_bytes, (int64_t)size,
+	                          memory_order_relaxed);
+	o->bucket = b;
+	heapprof__peak_alloc(b);
+	o->age_slot = heapprof__age_track(b);
+}
+
+/* A sample of `size` bytes in bucket b, with age slot `slot`, freed. */
+static void
+record_free(hp_bucket *b, size_t size, uint32_t slot)
+{
+	atomic_fetch_add_explicit(&b->free_objects, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&b->free_bytes, (int64_t)size,
+	                          memory_order_relaxed);
+	heapprof__peak_free(b);
+	heapprof__age_untrack(slot);
+}
+
 /* Serves a sampled allocation from the range and records it. NULL: could
  * not (the caller forwards the request unsampled). */
 static HP_NOINLINE void *
@@ -60,20 +94,9 @@ sampled_alloc(hp_tls *t, int64_t rate, size_t size, size_t align, bool zero,
 	hp_enter(t);
 	void *p = heapprof__range_alloc(size, align, zero);
 	if (p) {
-		uint64_t stack[HP_MAX_DEPTH + 1];
-		int d = heapprof__stack_capture(t, ra, stack,
-		                                heapprof__cfg.depth + extra);
-		hp_bucket *b = heapprof__bucket_get(stack + (d > extra ? extra : 0),
-		                                    d > extra ? d - extra : d, size,
-		                                    rate);
+		hp_bucket *b = bucket_here(t, ra, extra, size, rate);
 		if (b) {
-			atomic_fetch_add_explicit(&b->alloc_objects, 1,
-			                          memory_order_relaxed);
-			atomic_fetch_add_explicit(&b->alloc_bytes, (int64_t)size,
-			                          memory_order_relaxed);
-			heapprof__range_obj(p)->bucket = b;
-			heapprof__peak_alloc(b);
-			heapprof__range_obj(p)->age_slot = heapprof__age_track(b);
+			record_alloc(heapprof__range_obj(p), b, size);
 		} else {
 			heapprof__range_free(heapprof__range_obj(p));
 			p = NULL;
@@ -91,7 +114,7 @@ sampled_alloc(hp_tls *t, int64_t rate, size_t size, size_t align, bool zero,
 }
 
 /* realloc to n bytes of sampled object o, whose new size is a sample
- * too, when its block can grow without a copy (range.c): the old sample
+ * too, when its block can be resized without a copy (range_exact.c): the old sample
  * is freed and the new one recorded, as for a copying realloc. NULL:
  * could not, nothing changed. */
 static HP_NOINLINE void *
@@ -100,28 +123,15 @@ sampled_resize(hp_tls *t, int64_t rate, hp_obj *o, size_t n, uintptr_t ra,
 {
 	int saved = errno;
 	hp_enter(t);
-	uint64_t stack[HP_MAX_DEPTH + 1];
-	int d = heapprof__stack_capture(t, ra, stack, heapprof__cfg.depth + extra);
-	hp_bucket *b = heapprof__bucket_get(stack + (d > extra ? extra : 0),
-	                                    d > extra ? d - extra : d, n, rate);
+	hp_bucket *b = bucket_here(t, ra, extra, n, rate);
 	hp_bucket *ob = o->bucket;
 	size_t osize = o->size;
 	uint32_t oslot = o->age_slot;
 	void *p = b ? heapprof__range_resize(o, n) : NULL;
 	if (p) {
-		atomic_fetch_add_explicit(&ob->free_objects, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&ob->free_bytes, (int64_t)osize,
-		                          memory_order_relaxed);
-		heapprof__peak_free(ob);
-		heapprof__age_untrack(oslot);
-		hp_obj *no = heapprof__range_obj(p);
-		no->size = n;
-		no->bucket = b;
-		atomic_fetch_add_explicit(&b->alloc_objects, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&b->alloc_bytes, (int64_t)n,
-		                          memory_order_relaxed);
-		heapprof__peak_alloc(b);
-		no->age_slot = heapprof__age_track(b);
+		record_free(ob, osize, oslot);
+		heapprof__range_obj(p)->size = n;
+		record_alloc(heapprof__range_obj(p), b, n);
 	}
 	hp_leave(t);
 	heapprof__serve_tick(t);
@@ -167,12 +177,7 @@ heapprof__slow_free(void *p)
 		return;
 	}
 	int saved = errno;
-	hp_bucket *b = o->bucket;
-	atomic_fetch_add_explicit(&b->free_objects, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&b->free_bytes, (int64_t)o->size,
-	                          memory_order_relaxed);
-	heapprof__peak_free(b);
-	heapprof__age_untrack(o->age_slot);
+	record_free(o->bucket, o->size, o->age_slot);
 	heapprof__range_free(o);
 	errno = saved;
 }
