@@ -47,9 +47,18 @@ static struct {
 static int nwarm;
 static size_t warm_bytes;
 
+/* Takes warm run i off the list (its bytes are no longer counted).
+ * Called with rg_lock held. */
+static void
+warm_drop(int i)
+{
+	warm_bytes -= warm[i].len;
+	nwarm--;
+	memmove(&warm[i], &warm[i + 1], (size_t)(nwarm - i) * sizeof(warm[0]));
+}
 
 /* A warm run of len bytes (not zeroed: *dirty), cut from the smallest
- * that holds it, or 0. Called with lock held. */
+ * that holds it, or 0. Called with rg_lock held. */
 static uintptr_t
 warm_get(size_t len)
 {
@@ -63,15 +72,13 @@ warm_get(size_t len)
 	warm[b].start += len;
 	warm[b].len -= len;
 	warm_bytes -= len;
-	if (!warm[b].len) {
-		nwarm--;
-		memmove(&warm[b], &warm[b + 1], (size_t)(nwarm - b) * sizeof(warm[0]));
-	}
+	if (!warm[b].len)
+		warm_drop(b);
 	return r;
 }
 
 /* An exact run of len bytes, or 0: warm (*dirty), else zeroed. Called
- * with lock held. */
+ * with rg_lock held. */
 uintptr_t
 rg_exact_get(size_t len, bool *dirty)
 {
@@ -131,7 +138,7 @@ unlink_extent(extent *x)
 }
 
 /* Gives an exact run back: coalesced with free neighbours of its kind,
- * and with the frontier if it reaches it. Called with lock held.
+ * and with the frontier if it reaches it. Called with rg_lock held.
  *
  * Under an address-space limit a free run is unmapped (a hole), so that
  * it does not count against the limit; the range keeps its first page
@@ -225,15 +232,14 @@ cold_put(uintptr_t r, size_t len, bool lim)
 }
 
 /* A freed exact run: kept warm (joined with warm neighbours; the oldest
- * go back to make room), or given back. Called with lock held. */
+ * go back to make room), or given back. Called with rg_lock held. */
 void
 rg_exact_put(uintptr_t r, size_t len)
 {
 	bool lim = rg_limited();
 	while (lim && nwarm) { /* a limit set since: warm runs go back too */
-		nwarm--;
-		warm_bytes -= warm[nwarm].len;
-		cold_put(warm[nwarm].start, warm[nwarm].len, true);
+		cold_put(warm[nwarm - 1].start, warm[nwarm - 1].len, true);
+		warm_drop(nwarm - 1);
 	}
 	for (int i = 0; i < nwarm;) {
 		if (warm[i].start + warm[i].len != r && r + len != warm[i].start) {
@@ -242,9 +248,7 @@ rg_exact_put(uintptr_t r, size_t len)
 		}
 		r = warm[i].start < r ? warm[i].start : r;
 		len += warm[i].len;
-		warm_bytes -= warm[i].len;
-		nwarm--;
-		memmove(&warm[i], &warm[i + 1], (size_t)(nwarm - i) * sizeof(warm[0]));
+		warm_drop(i);
 	}
 	if (lim || len > WARM_MAX) {
 		cold_put(r, len, lim);
@@ -252,9 +256,7 @@ rg_exact_put(uintptr_t r, size_t len)
 	}
 	while (nwarm == NWARM || warm_bytes + len > WARM_MAX) {
 		cold_put(warm[0].start, warm[0].len, false);
-		warm_bytes -= warm[0].len;
-		nwarm--;
-		memmove(&warm[0], &warm[1], (size_t)nwarm * sizeof(warm[0]));
+		warm_drop(0);
 	}
 	warm[nwarm].start = r;
 	warm[nwarm].len = len;
@@ -263,21 +265,17 @@ rg_exact_put(uintptr_t r, size_t len)
 }
 
 /* Takes [a, a + len) from the front of the warm run that starts at a;
- * false if there is none that long. Called with lock held. */
+ * false if there is none that long. Called with rg_lock held. */
 static bool
 warm_take(uintptr_t a, size_t len)
 {
 	for (int i = 0; i < nwarm; i++)
 		if (warm[i].start == a && warm[i].len >= len) {
-			bool all = warm[i].len == len;
 			warm[i].start += len;
 			warm[i].len -= len;
 			warm_bytes -= len;
-			if (all) {
-				nwarm--;
-				memmove(&warm[i], &warm[i + 1],
-				        (size_t)(nwarm - i) * sizeof(warm[0]));
-			}
+			if (!warm[i].len)
+				warm_drop(i);
 			return true;
 		}
 	return false;
@@ -285,7 +283,7 @@ warm_take(uintptr_t a, size_t len)
 
 /* Moves the pages of [from, from + len) to `to` (read-write, at least len
  * long): nothing copied, nothing faulted in again. The old place is
- * reserved again and given back as a free run. Called with lock held. */
+ * reserved again and given back as a free run. Called with rg_lock held. */
 static bool
 move_pages(uintptr_t from, size_t len, uintptr_t to)
 {
@@ -353,7 +351,6 @@ heapprof__range_resize(hp_obj *o, size_t n)
 	o->shard = (uint32_t)(len / rg_page);
 	return o + 1;
 }
-
 
 size_t
 rg_exact_released(void)
