@@ -240,7 +240,9 @@ typedef struct hp_obj {
 	                     * exact page runs: their page count */
 	uint32_t age_slot;  /* age.c's table slot + 1, 0: none (set by
 	                     * slowpath.c for samples; stale in others) */
-	uint32_t pad0;
+	uint32_t moved;     /* exact runs: realloc moved its pages here
+	                     * (mremap), so they are a mapping of their own
+	                     * (range_exact.c) */
 	uint64_t pad1[2];
 } hp_obj;
 #define HP_OBJ_MAGIC 0x68656170726f6621ULL /* "heaprof!" */

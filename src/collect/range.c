@@ -439,6 +439,7 @@ range_alloc(size_t size, size_t align, bool zero, bool priv)
 	o->run = run;
 	o->run_class = c;
 	o->shard = c == BIG_CLASS ? (uint32_t)pages : 0;
+	o->moved = 0;
 	if (zero && dirty)
 		memset((void *)user, 0, size);
 	return (void *)user;

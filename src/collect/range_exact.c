@@ -11,8 +11,10 @@
  * it (heapprof__range_resize).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "range_int.h"
 #include "range_lock.h"
@@ -281,15 +283,73 @@ warm_take(uintptr_t a, size_t len)
 	return false;
 }
 
-/* Moves the pages of [from, from + len) to `to` (read-write, at least len
- * long): nothing copied, nothing faulted in again. The old place is
- * reserved again and given back as a free run. Called with rg_lock held. */
-static bool
-move_pages(uintptr_t from, size_t len, uintptr_t to)
+/* mremap's move of [from, from + len) to `to`, the last piece grown by
+ * `grow` bytes on the way (the kernel extends the moved mapping: the
+ * block stays one mapping). Moved pages keep their mapping's page
+ * offset, so they never merge with their new neighbours: moved into a
+ * bigger run and grown there by its own pages, a block gained a mapping
+ * at every move, and two buffers grown by realloc in turn 1,000 times
+ * became 1,000 mappings each, every move slower than the last: 42 s
+ * instead of 3.4 s (rel.cost.regrow_mappings). Before Linux 6.17
+ * (Debian 12 runs 6.1) a source of more than one mapping fails with
+ * EFAULT (and, after 6.17, one that grows), and a block is several
+ * mappings when it was cut from warm runs that were: a piece refused
+ * with EFAULT is halved (a piece inside one mapping moves), the rest
+ * tried whole after each move. Copied instead, such blocks took 290 k
+ * page faults instead of 33 k (rel.remap.regrow). Returns the bytes
+ * moved from the start: len (with the growth), or fewer if a move failed
+ * otherwise (ENOMEM: the process's limit on mappings). */
+static size_t
+move_span(uintptr_t from, size_t len, uintptr_t to, size_t grow)
 {
-	if (mremap((void *)from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
-	           (void *)to) == MAP_FAILED)
+	size_t off = 0, n = len;
+	while (off < len) {
+		size_t g = off + n == len ? grow : 0;
+		if (mremap((void *)(from + off), n, n + g, MREMAP_MAYMOVE | MREMAP_FIXED,
+		           (void *)(to + off)) != MAP_FAILED) {
+			off += n;
+			n = len - off;
+		} else if (errno == EFAULT && n > rg_page) {
+			n = (n / 2 + rg_page - 1) & ~(rg_page - 1);
+		} else {
+			break;
+		}
+	}
+	return off;
+}
+
+/* Moves the pages of [from, from + len) to `to`, a run of len + grow
+ * bytes: nothing copied, nothing faulted in again. The old place is
+ * reserved again and given back as a free run. False with the block
+ * where it was if the kernel refused (`to` may have been unmapped).
+ * Called with rg_lock held. */
+static bool
+move_pages(uintptr_t from, size_t len, uintptr_t to, size_t grow)
+{
+	size_t moved = move_span(from, len, to, grow);
+	if (moved < len && moved) {
+		/* The rest is copied after what moved (a new mapping needs
+		 * one of headroom under the process's limit, a move five), or
+		 * what moved goes back to the holes it left. A block split
+		 * between two places could be neither given to the program
+		 * nor left to it. */
+		size_t rest = len - moved;
+		if (mmap((void *)(to + moved), rest + grow, PROT_READ | PROT_WRITE,
+		         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+			memcpy((void *)(to + moved), (void *)(from + moved), rest);
+			munmap((void *)(from + moved), rest);
+		} else if (move_span(to, moved, from, 0) == moved) {
+			return false;
+		} else {
+			static const char m[] = "heapprof: out of mappings halfway "
+			                        "through moving a block\n";
+			ssize_t w = write(2, m, sizeof(m) - 1);
+			(void)w;
+			abort();
+		}
+	} else if (moved < len) {
 		return false;
+	}
 	void *p = mmap((void *)from, len, PROT_NONE,
 	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	if (p == (void *)from)
@@ -308,8 +368,8 @@ heapprof__range_resizable(const hp_obj *o)
 
 /* A sampled block over 512 KiB that realloc resizes, as glibc's mremap
  * would: shrunk in place (its tail freed), grown in place when the pages
- * after its run are free (the frontier, a warm run), else its pages move
- * to a run of the new size. Copied, a
+ * after its run are free (the frontier, a warm run) and it never moved,
+ * else its pages move to a run of the new size. Copied, a
  * buffer grown 1 MiB at a time to 256 MiB took 8.4 M page faults and 135 s
  * instead of 66 k and 1.1 s (rel.cost.regrow). Returns the new user
  * pointer, the header moved with it and its run updated, or NULL with
@@ -318,6 +378,7 @@ void *
 heapprof__range_resize(hp_obj *o, size_t n)
 {
 	uintptr_t run = o->run, to = 0;
+	uint32_t moved = o->moved;
 	size_t oldlen = (size_t)o->shard * rg_page, need;
 	if (!heapprof__range_resizable(o) || heapprof__range_in_lock ||
 	    __builtin_add_overflow(n, sizeof(hp_obj), &need) ||
@@ -330,17 +391,18 @@ heapprof__range_resize(hp_obj *o, size_t n)
 		if (len < oldlen)
 			rg_exact_put(run + len, oldlen - len);
 		to = run;
-	} else if (run + oldlen == rg_bump ? rg_frontier(len - oldlen) != 0
-	                         : warm_take(run + oldlen, len - oldlen)) {
-		to = run;
+	} else if (!o->moved && (run + oldlen == rg_bump
+	                             ? rg_frontier(len - oldlen) != 0
+	                             : warm_take(run + oldlen, len - oldlen))) {
+		to = run; /* a moved block grows only by moving (move_span) */
 	} else {
 		bool dirty;
 		uintptr_t d = rg_exact_get(len, &dirty);
-		if (d && move_pages(run, oldlen, d))
-			to = d;
-		else if (d) /* not warm: a failed mremap may have unmapped
-		             * part of d (before Linux 6.17, a source of two
-		             * mappings: rel.remap); put_run maps it again */
+		if (d && move_pages(run, oldlen, d, len - oldlen))
+			to = d, moved = 1;
+		else if (d) /* not warm: a refused mremap may have unmapped
+		             * part of d (before Linux 6.17: rel.remap);
+		             * cold_put maps it again */
 			cold_put(d, len, rg_limited());
 	}
 	heapprof__runlock(&rg_lock);
@@ -349,6 +411,7 @@ heapprof__range_resize(hp_obj *o, size_t n)
 	o = (hp_obj *)to;
 	o->run = to;
 	o->shard = (uint32_t)(len / rg_page);
+	o->moved = moved;
 	return o + 1;
 }
 

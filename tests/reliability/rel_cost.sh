@@ -146,15 +146,24 @@ for bufs in 1 2; do
 	lim=$((bufs * 16384 * 3 / 2 + 2000))
 	if [ "$RC" -eq 0 ] && [ -n "$f" ] && [ "$f" -le $lim ] && grep -q '^data ok$' "$TMPD/grow.out"; then
 		pass rel.cost.regrow.$bufs
-	elif [ "$RC" -eq 0 ] && [ $bufs = 2 ] && grep -q '^data ok$' "$TMPD/grow.out" &&
-	     [ "$(uname -r | awk -F. '{print ($1 > 6 || ($1 == 6 && $2 >= 17))}')" = 0 ]; then
-		# Before Linux 6.17 mremap moves no block of two mappings (one
-		# moved before, then grown): such a block is copied (rel_remap.sh).
-		skip rel.cost.regrow.$bufs "kernel $(uname -r) cannot move a block of two mappings: $f faults"
 	else
 		fail rel.cost.regrow.$bufs "status $RC, ${f:-?} faults (limit $lim): $(tr '\n' ' ' <"$TMPD/grow.out" | head -c 200)"
 	fi
 done
+
+# Two buffers grown in turn move at every growth: a moved block must stay
+# one mapping. Moved into a bigger run and grown by that run's own pages,
+# it gained a mapping at every move (moved pages never merge with their
+# new neighbours): 300 growths each, 314 mappings more and every move
+# slower than the last.
+run_t rel.cost.regrow_mappings 120 env HEAPPROF_RATE=4096 HEAPPROF_EXIT=0 \
+	LD_PRELOAD="$LIB" "$P/rprog_bigloop" grow 262144 300 2 >"$TMPD/grm.out" 2>&1
+m=$(sed -n 's/^mappings //p' "$TMPD/grm.out")
+if [ "$RC" -eq 0 ] && [ -n "$m" ] && [ "$m" -le 20 ] && grep -q '^data ok$' "$TMPD/grm.out"; then
+	pass rel.cost.regrow_mappings
+else
+	fail rel.cost.regrow_mappings "status $RC, ${m:-?} mappings more (limit 20): $(tr '\n' ' ' <"$TMPD/grm.out" | head -c 200)"
+fi
 
 # ... and shrinks in place (it was copied into a new block of half the
 # size: a 4 MiB copy and 1,024 fresh pages).

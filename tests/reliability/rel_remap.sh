@@ -32,3 +32,20 @@ for k in old_kernel kernel; do
 		fi
 	done
 done
+
+# The same kernel behaviour on blocks that grow in turn: a block of
+# several mappings moves a piece at a time, one mapping each, not by a
+# copy (rel.remap.old_kernel.regrow: 1.38 M page faults instead of 39 k
+# for 300 growths of 256 KiB to each of two buffers; the limit is the
+# pages written, half again, as rel.cost.regrow's).
+B=$PROG/rprog_bigloop
+run_t rel.remap.old_kernel.regrow 120 env HEAPPROF_RATE=4096 HEAPPROF_EXIT=0 \
+	LD_PRELOAD="$SHIM:$LIB" "$B" grow 262144 300 2 >"$TMPD/regrow" 2>&1
+f=$(sed -n 's/^faults //p' "$TMPD/regrow")
+m=$(sed -n 's/^mappings //p' "$TMPD/regrow")
+if [ "$RC" -eq 0 ] && [ -n "$f" ] && [ "$f" -le $((2 * 300 * 64 * 3 / 2 + 2000)) ] &&
+   [ -n "$m" ] && [ "$m" -le 20 ] && grep -q '^data ok$' "$TMPD/regrow"; then
+	pass rel.remap.old_kernel.regrow
+else
+	fail rel.remap.old_kernel.regrow "status $RC, ${f:-?} faults, ${m:-?} mappings more: $(tr '\n' ' ' <"$TMPD/regrow" | head -c 200)"
+fi
