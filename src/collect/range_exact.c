@@ -360,6 +360,15 @@ move_pages(uintptr_t from, size_t len, uintptr_t to, size_t grow)
 	return true;
 }
 
+/* Grows the run [run, run + oldlen) in place to len bytes if the pages
+ * after it are free (the frontier, a warm run). Called with rg_lock held. */
+static bool
+grow_here(uintptr_t run, size_t oldlen, size_t len)
+{
+	return run + oldlen == rg_bump ? rg_frontier(len - oldlen) != 0
+	                               : warm_take(run + oldlen, len - oldlen);
+}
+
 bool
 heapprof__range_resizable(const hp_obj *o)
 {
@@ -369,7 +378,8 @@ heapprof__range_resizable(const hp_obj *o)
 /* A sampled block over 512 KiB that realloc resizes, as glibc's mremap
  * would: shrunk in place (its tail freed), grown in place when the pages
  * after its run are free (the frontier, a warm run) and it never moved,
- * else its pages move to a run of the new size. Copied, a
+ * else its pages move to a run of the new size (or, a moved block that
+ * cannot move, grown in place after all). Copied, a
  * buffer grown 1 MiB at a time to 256 MiB took 8.4 M page faults and 135 s
  * instead of 66 k and 1.1 s (rel.cost.regrow). Returns the new user
  * pointer, the header moved with it and its run updated, or NULL with
@@ -391,10 +401,8 @@ heapprof__range_resize(hp_obj *o, size_t n)
 		if (len < oldlen)
 			rg_exact_put(run + len, oldlen - len);
 		to = run;
-	} else if (!o->moved && (run + oldlen == rg_bump
-	                             ? rg_frontier(len - oldlen) != 0
-	                             : warm_take(run + oldlen, len - oldlen))) {
-		to = run; /* a moved block grows only by moving (move_span) */
+	} else if (!o->moved && grow_here(run, oldlen, len)) {
+		to = run; /* a moved block grows by moving first (move_span) */
 	} else {
 		bool dirty;
 		uintptr_t d = rg_exact_get(len, &dirty);
@@ -404,6 +412,14 @@ heapprof__range_resize(hp_obj *o, size_t n)
 		             * part of d (before Linux 6.17: rel.remap);
 		             * cold_put maps it again */
 			cold_put(d, len, rg_limited());
+		/* A moved block that cannot move (a new run of the whole new
+		 * size did not fit under an address-space limit) grows in
+		 * place after all, a mapping more: only growing by moving, a
+		 * 101 MiB block at the frontier grown to 150 MiB under a limit
+		 * with 120 MiB to spare needed 150 MiB, and realloc failed
+		 * (glibc's mremap needs 49: rel.remap.limit_grow). */
+		if (!to && o->moved && grow_here(run, oldlen, len))
+			to = run;
 	}
 	heapprof__runlock(&rg_lock);
 	if (!to)
