@@ -360,6 +360,33 @@ move_pages(uintptr_t from, size_t len, uintptr_t to, size_t grow)
 	return true;
 }
 
+/* A moved block grown in place: the pages just taken after it become
+ * part of its mapping (unmapped, then the block's mapping extended over
+ * them by mremap), so that it stays one mapping. Grown by those pages as
+ * they were, a moved block was a mapping more, and its next move (with
+ * growth) was refused whole; kept from growing in place, a moved block
+ * moved at every growth, its page tables each time: a buffer grown 1 MiB
+ * at a time to 512 MiB after one move took 3.3-5.1 s of CPU instead of
+ * 1.9 (rel.cost.regrow_after_move). Where the kernel does not extend it
+ * (a block of several mappings), the pages are mapped again: a mapping
+ * more. False if that failed (something mapped there meanwhile: those
+ * pages are lost to the range, the block is as it was). Called with
+ * rg_lock held. */
+static bool
+extend_mapping(uintptr_t run, size_t oldlen, size_t len)
+{
+	void *tail = (void *)(run + oldlen);
+	if (munmap(tail, len - oldlen) != 0)
+		return true; /* still mapped read-write */
+	if (mremap((void *)run, oldlen, len, 0) != MAP_FAILED)
+		return true;
+	void *p = mmap(tail, len - oldlen, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p != MAP_FAILED && p != tail) /* a kernel without NOREPLACE */
+		munmap(p, len - oldlen);
+	return p == tail;
+}
+
 /* Grows the run [run, run + oldlen) in place to len bytes if the pages
  * after it are free (the frontier, a warm run). Called with rg_lock held. */
 static bool
@@ -377,9 +404,9 @@ heapprof__range_resizable(const hp_obj *o)
 
 /* A sampled block over 512 KiB that realloc resizes, as glibc's mremap
  * would: shrunk in place (its tail freed), grown in place when the pages
- * after its run are free (the frontier, a warm run) and it never moved,
- * else its pages move to a run of the new size (or, a moved block that
- * cannot move, grown in place after all). Copied, a
+ * after its run are free (the frontier, a warm run; a moved block's
+ * mapping extended over them), else its pages move to a run of the new
+ * size. Copied, a
  * buffer grown 1 MiB at a time to 256 MiB took 8.4 M page faults and 135 s
  * instead of 66 k and 1.1 s (rel.cost.regrow). Returns the new user
  * pointer, the header moved with it and its run updated, or NULL with
@@ -401,8 +428,9 @@ heapprof__range_resize(hp_obj *o, size_t n)
 		if (len < oldlen)
 			rg_exact_put(run + len, oldlen - len);
 		to = run;
-	} else if (!o->moved && grow_here(run, oldlen, len)) {
-		to = run; /* a moved block grows by moving first (move_span) */
+	} else if (grow_here(run, oldlen, len) &&
+	           (!o->moved || extend_mapping(run, oldlen, len))) {
+		to = run;
 	} else {
 		bool dirty;
 		uintptr_t d = rg_exact_get(len, &dirty);
@@ -412,14 +440,6 @@ heapprof__range_resize(hp_obj *o, size_t n)
 		             * part of d (before Linux 6.17: rel.remap);
 		             * cold_put maps it again */
 			cold_put(d, len, rg_limited());
-		/* A moved block that cannot move (a new run of the whole new
-		 * size did not fit under an address-space limit) grows in
-		 * place after all, a mapping more: only growing by moving, a
-		 * 101 MiB block at the frontier grown to 150 MiB under a limit
-		 * with 120 MiB to spare needed 150 MiB, and realloc failed
-		 * (glibc's mremap needs 49: rel.remap.limit_grow). */
-		if (!to && o->moved && grow_here(run, oldlen, len))
-			to = run;
 	}
 	heapprof__runlock(&rg_lock);
 	if (!to)
