@@ -367,7 +367,11 @@ move_pages(uintptr_t from, size_t len, uintptr_t to, size_t grow)
  * growth) was refused whole; kept from growing in place, a moved block
  * moved at every growth, its page tables each time: a buffer grown 1 MiB
  * at a time to 512 MiB after one move took 3.3-5.1 s of CPU instead of
- * 1.9 (rel.cost.regrow_after_move). Where the kernel does not extend it
+ * 1.9 (rel.cost.regrow_after_move), and under an address-space limit a
+ * moved 101 MiB block grown to 150 MiB needed a run of 150 MiB where
+ * glibc's mremap needs 49: realloc failed (rel.remap.limit_grow). The
+ * pages are a hole only between two calls (out of the kernel's own
+ * placement: put_run). Where the kernel does not extend it
  * (a block of several mappings), the pages are mapped again: a mapping
  * more. False if that failed (something mapped there meanwhile: those
  * pages are lost to the range, the block is as it was). Called with
