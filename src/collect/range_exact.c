@@ -360,6 +360,46 @@ move_pages(uintptr_t from, size_t len, uintptr_t to, size_t grow)
 	return true;
 }
 
+/* A moved block grown in place: the pages just taken after it become
+ * part of its mapping (unmapped, then the block's mapping extended over
+ * them by mremap), so that it stays one mapping. Grown by those pages as
+ * they were, a moved block was a mapping more, and its next move (with
+ * growth) was refused whole; kept from growing in place, a moved block
+ * moved at every growth, its page tables each time: a buffer grown 1 MiB
+ * at a time to 512 MiB after one move took 3.3-5.1 s of CPU instead of
+ * 1.9 (rel.cost.regrow_after_move), and under an address-space limit a
+ * moved 101 MiB block grown to 150 MiB needed a run of 150 MiB where
+ * glibc's mremap needs 49: realloc failed (rel.remap.limit_grow). The
+ * pages are a hole only between two calls (out of the kernel's own
+ * placement: put_run). Where the kernel does not extend it
+ * (a block of several mappings), the pages are mapped again: a mapping
+ * more. False if that failed (something mapped there meanwhile: those
+ * pages are lost to the range, the block is as it was). Called with
+ * rg_lock held. */
+static bool
+extend_mapping(uintptr_t run, size_t oldlen, size_t len)
+{
+	void *tail = (void *)(run + oldlen);
+	if (munmap(tail, len - oldlen) != 0)
+		return true; /* still mapped read-write */
+	if (mremap((void *)run, oldlen, len, 0) != MAP_FAILED)
+		return true;
+	void *p = mmap(tail, len - oldlen, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p != MAP_FAILED && p != tail) /* a kernel without NOREPLACE */
+		munmap(p, len - oldlen);
+	return p == tail;
+}
+
+/* Grows the run [run, run + oldlen) in place to len bytes if the pages
+ * after it are free (the frontier, a warm run). Called with rg_lock held. */
+static bool
+grow_here(uintptr_t run, size_t oldlen, size_t len)
+{
+	return run + oldlen == rg_bump ? rg_frontier(len - oldlen) != 0
+	                               : warm_take(run + oldlen, len - oldlen);
+}
+
 bool
 heapprof__range_resizable(const hp_obj *o)
 {
@@ -368,8 +408,9 @@ heapprof__range_resizable(const hp_obj *o)
 
 /* A sampled block over 512 KiB that realloc resizes, as glibc's mremap
  * would: shrunk in place (its tail freed), grown in place when the pages
- * after its run are free (the frontier, a warm run) and it never moved,
- * else its pages move to a run of the new size. Copied, a
+ * after its run are free (the frontier, a warm run; a moved block's
+ * mapping extended over them), else its pages move to a run of the new
+ * size. Copied, a
  * buffer grown 1 MiB at a time to 256 MiB took 8.4 M page faults and 135 s
  * instead of 66 k and 1.1 s (rel.cost.regrow). Returns the new user
  * pointer, the header moved with it and its run updated, or NULL with
@@ -391,10 +432,9 @@ heapprof__range_resize(hp_obj *o, size_t n)
 		if (len < oldlen)
 			rg_exact_put(run + len, oldlen - len);
 		to = run;
-	} else if (!o->moved && (run + oldlen == rg_bump
-	                             ? rg_frontier(len - oldlen) != 0
-	                             : warm_take(run + oldlen, len - oldlen))) {
-		to = run; /* a moved block grows only by moving (move_span) */
+	} else if (grow_here(run, oldlen, len) &&
+	           (!o->moved || extend_mapping(run, oldlen, len))) {
+		to = run;
 	} else {
 		bool dirty;
 		uintptr_t d = rg_exact_get(len, &dirty);

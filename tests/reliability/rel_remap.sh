@@ -49,3 +49,21 @@ if [ "$RC" -eq 0 ] && [ -n "$f" ] && [ "$f" -le $((2 * 300 * 64 * 3 / 2 + 2000))
 else
 	fail rel.remap.old_kernel.regrow "status $RC, ${f:-?} faults, ${m:-?} mappings more: $(tr '\n' ' ' <"$TMPD/regrow" | head -c 200)"
 fi
+
+# Under an address-space limit a moved block at the range's frontier that
+# cannot move (no room for a run of its whole new size) grows in place:
+# 101 MiB grown to 150 MiB with 80 MiB of the limit left, as glibc's
+# mremap does in 49 (realloc returned NULL when a moved block only grew
+# by moving).
+run_t rel.remap.limit_grow.base 120 "$P" limit >"$TMPD/limbase" 2>&1
+if [ "$RC" -eq 0 ] && grep -q '^limit ok$' "$TMPD/limbase"; then
+	run_t rel.remap.limit_grow 120 env HEAPPROF_RATE=4096 HEAPPROF_EXIT=0 \
+		LD_PRELOAD="$LIB" "$P" limit >"$TMPD/limit" 2>&1
+	if [ "$RC" -eq 0 ] && grep -q '^limit ok$' "$TMPD/limit"; then
+		pass rel.remap.limit_grow
+	else
+		fail rel.remap.limit_grow "status $RC: $(tr '\n' ' ' <"$TMPD/limit" | head -c 200)"
+	fi
+else
+	skip rel.remap.limit_grow "without the profiler: $(tr '\n' ' ' <"$TMPD/limbase" | head -c 200)"
+fi

@@ -19,6 +19,13 @@
  * frontier, two make each other move, and a moved block gained a
  * mapping at every move (2,000 moves: 1,013 mappings more, 12x slower).
  *
+ * "rprog_bigloop aftermove STEP N": grows one buffer by STEP bytes N
+ * times; a block allocated after it at the second growth and freed at the
+ * fourth makes it move once. Prints "moves M" (growths after that which
+ * returned another pointer), "maps K"
+ * (lines of /proc/self/maps over the buffer at the end) and "data ok" or
+ * "data bad".
+ *
  * "rprog_bigloop shrink": fills 8 MiB, reallocs it to 4 MiB and prints
  * "same" or "moved" and "data ok" or "data bad".
  *
@@ -100,9 +107,55 @@ grow(size_t step, int n, int bufs)
 	return 0;
 }
 
+/* Lines of /proc/self/maps that overlap [p, p + n). */
+static int
+maps_over(const void *p, size_t n)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	unsigned long lo, hi, a = (unsigned long)p;
+	int k = 0;
+	char line[512];
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo < a + n && hi > a)
+			k++;
+	fclose(f);
+	return k;
+}
+
+static int
+aftermove(size_t step, int n)
+{
+	unsigned char *b = NULL, *x = NULL;
+	int moves = 0;
+	for (int i = 0; i < n; i++) {
+		unsigned char *q = realloc(b, (size_t)(i + 1) * step);
+		if (!q)
+			return 3;
+		moves += i > 3 && q != b;
+		b = q;
+		memset(q + (size_t)i * step, i & 0xff, step);
+		if (i == 1 && !(x = malloc(step)))
+			return 3;
+		if (i == 3)
+			free(x);
+	}
+	int bad = 0;
+	for (int i = 0; i < n; i++)
+		for (size_t j = 0; j < step; j += 4093)
+			bad |= b[(size_t)i * step + j] != (i & 0xff);
+	printf("moves %d\nmaps %d\ndata %s\n", moves, maps_over(b, (size_t)n * step),
+	       bad ? "bad" : "ok");
+	free(b);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc == 4 && !strcmp(argv[1], "aftermove"))
+		return aftermove((size_t)atol(argv[2]), atoi(argv[3]));
 	if (argc == 2 && !strcmp(argv[1], "shrink")) {
 		/* realloc to half: in place (glibc's mremap shrinks in
 		 * place too), the bytes kept */
