@@ -114,9 +114,9 @@ sampled_alloc(hp_tls *t, int64_t rate, size_t size, size_t align, bool zero,
 }
 
 /* realloc to n bytes of sampled object o, whose new size is a sample
- * too, when its block can be resized without a copy (range_exact.c): the old sample
- * is freed and the new one recorded, as for a copying realloc. NULL:
- * could not, nothing changed. */
+ * too, when its block can be resized without a copy (range_exact.c):
+ * the old sample is freed and the new one recorded, as for a copying
+ * realloc. NULL: could not, nothing changed. */
 static HP_NOINLINE void *
 sampled_resize(hp_tls *t, int64_t rate, hp_obj *o, size_t n, uintptr_t ra,
                int extra)

@@ -59,55 +59,8 @@ resident(void *p, size_t n)
 	return r;
 }
 
-static int
-mappings(void)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	int n = 0, c;
-	if (!f)
-		return -1;
-	while ((c = getc(f)) != EOF)
-		n += c == '\n';
-	fclose(f);
-	return n;
-}
-
-static long
-minflt_now(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return ru.ru_minflt;
-}
-
-static int
-grow(size_t step, int n, int bufs)
-{
-	unsigned char *b[2] = {NULL, NULL};
-	int maps_before = mappings();
-	long before = minflt_now();
-	for (int i = 0; i < n; i++)
-		for (int k = 0; k < bufs; k++) {
-			unsigned char *q = realloc(b[k], (size_t)(i + 1) * step);
-			if (!q)
-				return 3;
-			b[k] = q;
-			memset(q + (size_t)i * step, (i * 2 + k) & 0xff, step);
-		}
-	printf("faults %ld\n", minflt_now() - before);
-	printf("mappings %d\n", mappings() - maps_before);
-	int bad = 0;
-	for (int k = 0; k < bufs; k++) {
-		for (int i = 0; i < n; i++)
-			for (size_t j = 0; j < step; j += 4093)
-				bad |= b[k][(size_t)i * step + j] != ((i * 2 + k) & 0xff);
-		free(b[k]);
-	}
-	printf("data %s\n", bad ? "bad" : "ok");
-	return 0;
-}
-
-/* Lines of /proc/self/maps that overlap [p, p + n). */
+/* Lines of /proc/self/maps that overlap [p, p + n) (all of them for
+ * NULL, SIZE_MAX). */
 static int
 maps_over(const void *p, size_t n)
 {
@@ -122,6 +75,41 @@ maps_over(const void *p, size_t n)
 			k++;
 	fclose(f);
 	return k;
+}
+
+static long
+minflt_now(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
+static int
+grow(size_t step, int n, int bufs)
+{
+	unsigned char *b[2] = {NULL, NULL};
+	int maps_before = maps_over(NULL, SIZE_MAX);
+	long before = minflt_now();
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < bufs; k++) {
+			unsigned char *q = realloc(b[k], (size_t)(i + 1) * step);
+			if (!q)
+				return 3;
+			b[k] = q;
+			memset(q + (size_t)i * step, (i * 2 + k) & 0xff, step);
+		}
+	printf("faults %ld\n", minflt_now() - before);
+	printf("mappings %d\n", maps_over(NULL, SIZE_MAX) - maps_before);
+	int bad = 0;
+	for (int k = 0; k < bufs; k++) {
+		for (int i = 0; i < n; i++)
+			for (size_t j = 0; j < step; j += 4093)
+				bad |= b[k][(size_t)i * step + j] != ((i * 2 + k) & 0xff);
+		free(b[k]);
+	}
+	printf("data %s\n", bad ? "bad" : "ok");
+	return 0;
 }
 
 static int
