@@ -229,10 +229,12 @@ fi
 # profile's peak is between 0 and the allocations per stack, and its total
 # at least the in-use total. (rprog_stress's storm, 1000 signals a second,
 # each a dump at rate 1, took 18 minutes on the loaded test machine.)
+# 150 rounds (~1 s here): with 2 the program ended in 30 ms, before the
+# second signal, and wrote 1 profile in 1 run of 3-5 (stop 27's CI).
 d=$TMPD/thr
 mkdir -p "$d"
 HEAPPROF_RATE=1 HEAPPROF_SIGNAL=USR2 HEAPPROF_OUT="$d/p.%n.pb.gz" \
-	LD_PRELOAD="$LIB" timeout 300 "$REPO/build/tests/rprog_stress" 4 3000 2 \
+	LD_PRELOAD="$LIB" timeout 300 "$REPO/build/tests/rprog_stress" 4 3000 150 \
 	>"$d/out" 2>"$d/err" &
 spid=$!
 i=0 # the handler first (SigCgt bit 12: USR2), then 50 signals
