@@ -153,6 +153,14 @@ $(B)/tests/rprog_unwind: tests/reliability/rprog_unwind.c
 $(B)/tests/rprog_unwindxx: tests/reliability/rprog_unwindxx.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -O2 -g -fomit-frame-pointer $(WARN) -o $@ $<
+# rprog_ehtab: with 40,000 functions' call-frame information (~320 KB of
+# .eh_frame_hdr table).
+$(B)/tests/ehfuncs.s: tests/reliability/gen_ehfuncs.sh
+	@mkdir -p $(dir $@)
+	sh $< 40000 >$@
+$(B)/tests/rprog_ehtab: tests/reliability/rprog_ehtab.c $(B)/tests/ehfuncs.s
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -o $@ $^
 $(B)/tests/rprog_%: tests/reliability/rprog_%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -Iinclude -o $@ $< -lpthread -ldl

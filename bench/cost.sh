@@ -9,8 +9,9 @@
 #   loop    wall time of 300 /bin/true in a shell loop (sh -c), ROUNDS
 #           alternating rounds, medians
 #   make    wall time of `make -j2` building the CLI (build/heapprof and its
-#           objects, in a scratch copy of the tree), plain against under
-#           `heapprof run`, ROUNDS alternating rounds, medians
+#           objects, in a scratch copy of the tree): plain, under the shim
+#           (LD_PRELOAD), and under `heapprof run`, ROUNDS alternating
+#           rounds; medians, and the median of each round's own ratios
 #   cc1     callgrind instructions of cc1 -O2 on gen_c.py's 410 KB file
 #   python  callgrind instructions of churn.py 10 (PYTHONMALLOC=malloc;
 #           20 k rounds: the short run)
@@ -21,7 +22,7 @@
 #           record with DWARF call chains); medians of 3 runs
 # HEAPPROF_LIB overrides build/libheapprof.so. Profiles go to DIR.
 # -b BASELIB adds a configuration "base": another build of the library
-# (an older commit's), in the same alternating rounds (true and loop).
+# (an older commit's), in the same alternating rounds (true, loop, make).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
@@ -116,29 +117,41 @@ if has make; then
 	rm -rf "$src"
 	mkdir -p "$src"
 	cp -r Makefile cli src include "$src"/
-	: >"$DIR/make.none"; : >"$DIR/make.heapprof"
+	for c in $CONFS; do : >"$DIR/make.$c"; done
+	: >"$DIR/make.pairs"
 	r=0
 	while [ $r -lt "$ROUNDS" ]; do
-		for c in none heapprof; do
+		for c in $CONFS; do
 			rm -rf "$src/build"
-			if [ $c = none ]; then
-				wall make -C "$src" -j2 build/heapprof >>"$DIR/make.$c"
-			else
+			case $c in
+			none) t=$(wall make -C "$src" -j2 build/heapprof) ;;
+			shim) t=$(wall env LD_PRELOAD="$SHIM" make -C "$src" -j2 build/heapprof) ;;
+			*)
+				[ $c = base ] && l=$BASE || l=$LIB
 				rm -rf "$DIR/mprof"; mkdir -p "$DIR/mprof"
-				wall env HEAPPROF_LIBRARY="$LIB" "$ROOT/build/heapprof" run \
-					-o "$DIR/mprof/p.%p.pb.gz" -- make -C "$src" -j2 build/heapprof >>"$DIR/make.$c"
-			fi
-			echo >>"$DIR/make.$c"
+				t=$(wall env HEAPPROF_LIBRARY="$l" "$ROOT/build/heapprof" run \
+					-o "$DIR/mprof/p.%p.pb.gz" -- make -C "$src" -j2 build/heapprof) ;;
+			esac
+			echo "$t" >>"$DIR/make.$c"
+			eval "t_$c=\$t"
 		done
+		# Each round's own ratios: the machine's drift between rounds cancels.
+		echo "$(ratio "$t_shim" "$t_none") $(ratio "$t_heapprof" "$t_none") $(ratio "$t_heapprof" "$t_shim")" >>"$DIR/make.pairs"
 		r=$((r + 1))
 	done
-	mn=$(median <"$DIR/make.none") mh=$(median <"$DIR/make.heapprof")
+	mn=$(median <"$DIR/make.none") ms=$(median <"$DIR/make.shim") mh=$(median <"$DIR/make.heapprof")
+	pcol() { awk -v k="$1" '{ print $k }' "$DIR/make.pairs" | median; }
 	HEAPPROF_LIBRARY="$LIB" "$ROOT/build/heapprof" run -o "$DIR/mprof2/p.%p.pb.gz" -- \
 		sh -c "mkdir -p $DIR/mprof2; rm -rf $src/build; make -C $src -j2 build/heapprof >/dev/null 2>&1" 2>"$DIR/make.summary"
-	echo "| make -j2 build/heapprof ($ROUNDS rounds) | median wall s | vs none |"
-	echo "|---|---|---|"
-	echo "| none | $mn | 1.0000 |"
-	echo "| heapprof run | $mh | $(ratio "$mh" "$mn") |"
+	echo "| make -j2 build/heapprof ($ROUNDS rounds) | median wall s | vs none | vs shim | median of the rounds' ratios: vs none | vs shim |"
+	echo "|---|---|---|---|---|---|"
+	echo "| none | $mn | 1.0000 | | | |"
+	echo "| shim | $ms | $(ratio "$ms" "$mn") | 1.0000 | $(pcol 1) | |"
+	if [ -n "$BASE" ]; then
+		mb=$(median <"$DIR/make.base")
+		echo "| base ($BASE) | $mb | $(ratio "$mb" "$mn") | $(ratio "$mb" "$ms") | | |"
+	fi
+	echo "| heapprof run | $mh | $(ratio "$mh" "$mn") | $(ratio "$mh" "$ms") | $(pcol 2) | $(pcol 3) |"
 	echo "(heapprof run's summary, one more build: $(tr '\n' ' ' <"$DIR/make.summary"))"
 	echo
 fi

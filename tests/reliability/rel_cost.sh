@@ -208,6 +208,33 @@ else
 	fail rel.cost.sampled_run_present "status $RC: $(head -c 200 "$TMPD/pres.out")"
 fi
 
+# The unwinder's first lookup in an object makes the object's whole
+# .eh_frame_hdr search table present in one system call
+# (MADV_POPULATE_READ), where its binary search took a page fault per
+# fault-around window it probed (cc1: 6). rprog_ehtab's table is ~320 KB;
+# it is copied 4 KiB at a time so that its page cache holds small folios
+# (a fault maps a whole large folio, which can cover the table). The
+# unprofiled run shows what the reads alone map.
+dd if="$P/rprog_ehtab" of="$TMPD/ehtab" bs=4096 status=none && chmod +x "$TMPD/ehtab"
+"$TMPD/ehtab" >"$TMPD/eh0.out" 2>&1
+run_t rel.cost.eh_table_present 60 env HEAPPROF_RATE=1 HEAPPROF_EXIT=0 \
+	LD_PRELOAD="$LIB" "$TMPD/ehtab" >"$TMPD/eh1.out" 2>&1
+t0=$(awk '/^table/ {print $2; exit}' "$TMPD/eh0.out")
+p0=$(awk '/^table/ {print $4; exit}' "$TMPD/eh0.out")
+t1=$(awk '/^table/ {print $2; exit}' "$TMPD/eh1.out")
+p1=$(awk '/^table/ {print $4; exit}' "$TMPD/eh1.out")
+if [ "$RC" -ne 0 ] || [ -z "$t1" ] || [ -z "$p0" ]; then
+	fail rel.cost.eh_table_present "status $RC: $(head -c 300 "$TMPD/eh1.out") / $(head -c 200 "$TMPD/eh0.out")"
+elif [ "$p0" -ge "$t0" ]; then
+	skip rel.cost.eh_table_present "the program's own reads map the whole table here ($p0 of $t0 pages)"
+elif [ "$p1" -eq "$t1" ]; then
+	pass rel.cost.eh_table_present
+elif [ "$(uname -r | awk -F. '{print ($1 > 5 || ($1 == 5 && $2 >= 14))}')" = 0 ]; then
+	skip rel.cost.eh_table_present "kernel $(uname -r) has no MADV_POPULATE_READ"
+else
+	fail rel.cost.eh_table_present "$p1 of $t1 table pages present after a sampled malloc (unprofiled: $p0): $(grep '^map' "$TMPD/eh1.out")"
+fi
+
 # A dump in a signal handler (or inside malloc) must not call dlsym or
 # dlopen: the encoder's look for a C++ demangler already in the process
 # (dlsym, dlopen RTLD_NOLOAD: the loader's lock, which the interrupted code
