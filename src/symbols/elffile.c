@@ -416,6 +416,37 @@ heapprof__elf_parse(heapprof_elf *e, const void *data, size_t size,
 	return rc;
 }
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14; older kernels say EINVAL */
+#endif
+
+/* The pages every open reads, the ELF header's and the section header
+ * table's, mapped with one system call each rather than a page fault
+ * each (15-40 us on this VM; an exit dump opens 3-5 files). Best effort:
+ * the checks are read_ehdr's, later; errors leave the reads to fault. */
+static void
+headers_present(const uint8_t *p, size_t size)
+{
+	(void)madvise((void *)p, size < 4096 ? size : 4096, MADV_POPULATE_READ);
+	uint64_t off = 0, n = 0;
+	if (size >= sizeof(Elf64_Ehdr) && p[EI_CLASS] == ELFCLASS64) {
+		Elf64_Ehdr r;
+		memcpy(&r, p, sizeof(r));
+		off = r.e_shoff;
+		n = (uint64_t)r.e_shnum * r.e_shentsize;
+	} else if (size >= sizeof(Elf32_Ehdr) && p[EI_CLASS] == ELFCLASS32) {
+		Elf32_Ehdr r;
+		memcpy(&r, p, sizeof(r));
+		off = r.e_shoff;
+		n = (uint64_t)r.e_shnum * r.e_shentsize;
+	}
+	if (off < 4096 || off >= size || n == 0)
+		return;
+	uint64_t end = n > size - off ? size : off + n;
+	off &= ~(uint64_t)4095;
+	(void)madvise((void *)(p + off), (size_t)(end - off), MADV_POPULATE_READ);
+}
+
 int
 heapprof__elf_open(heapprof_elf *e, const char *path, unsigned flags)
 {
@@ -441,6 +472,7 @@ heapprof__elf_open(heapprof_elf *e, const char *path, unsigned flags)
 	close(fd);
 	if (p == MAP_FAILED)
 		return err;
+	headers_present(p, size);
 	int rc = heapprof__elf_parse(e, p, size, flags);
 	if (rc) {
 		munmap(p, size);
