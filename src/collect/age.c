@@ -59,7 +59,12 @@ word(uint32_t slot)
 	return c ? &c[slot & (CHUNK - 1)] : NULL;
 }
 
-/* A fresh slot from the bump index (its chunk mapped), or UINT32_MAX. */
+/* A fresh slot from the bump index (its chunk mapped), or UINT32_MAX.
+ * The pages about to be written are made present first, in one system
+ * call rather than a page-fault trap each (15-40 us on this VM): the chunk
+ * table's first page at the first slot (read, then written: the zero
+ * page's trap, then its copy's), and each 4 KiB of a chunk's words as
+ * the bump index enters it. */
 static uint32_t
 fresh(void)
 {
@@ -69,6 +74,8 @@ fresh(void)
 		                      memory_order_relaxed);
 		return UINT32_MAX;
 	}
+	if (s == 0)
+		heapprof__range_populate(&chunks[0], sizeof(chunks[0]));
 	_Atomic(_Atomic uint64_t *) *cp = &chunks[s >> CHUNK_SHIFT];
 	if (!atomic_load_explicit(cp, memory_order_acquire)) {
 		void *m = mmap(NULL, CHUNK * sizeof(uint64_t),
@@ -82,6 +89,8 @@ fresh(void)
 			    memory_order_acquire))
 			munmap(m, CHUNK * sizeof(uint64_t));
 	}
+	if ((s & (4096 / sizeof(uint64_t) - 1)) == 0)
+		heapprof__range_populate(word(s), sizeof(uint64_t));
 	return s;
 }
 

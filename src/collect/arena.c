@@ -44,7 +44,12 @@ heapprof__arena_alloc(size_t n)
 		used = 0;
 	}
 	void *p = chunk + used;
+	/* The pages this block starts, made present before it is written:
+	 * one system call, not a page fault (15-40 us on this VM) each. */
+	size_t from = (used + 4095) & ~(size_t)4095;
 	used += n;
+	if (used > from)
+		heapprof__range_populate(chunk + from, used - from);
 	pthread_mutex_unlock(&lock);
 	return p;
 }

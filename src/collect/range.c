@@ -313,13 +313,15 @@ static shard shards[NSHARD] = {SHARD_INIT, SHARD_INIT, SHARD_INIT, SHARD_INIT,
 _Static_assert(NSHARD == 8, "one SHARD_INIT per shard");
 static _Atomic unsigned next_shard;
 
-/* A free slot of 2^shift bytes from shard h, or 0. Called with h's lock
- * held; takes the range lock to carve a new slab. */
+/* A free slot of 2^shift bytes from shard h, or 0; *carved: whether it
+ * was cut from a slab, never used before. Called with h's lock held;
+ * takes the range lock to carve a new slab. */
 static uintptr_t
-slot_get(shard *h, unsigned shift)
+slot_get(shard *h, unsigned shift, bool *carved)
 {
 	unsigned k = shift - SLOT_MIN_SHIFT;
 	uintptr_t s = h->free[k];
+	*carved = !s;
 	if (s) { /* the link lives where the header goes */
 		h->free[k] = *(uintptr_t *)s;
 		return s;
@@ -353,12 +355,18 @@ slot_alloc(size_t size, bool zero)
 	shard *h = &shards[t->shard - 1];
 	if (!heapprof__rlock(&h->lock))
 		return NULL;
-	uintptr_t s = slot_get(h, shift);
+	bool carved;
+	uintptr_t s = slot_get(h, shift, &carved);
 	if (s)
 		h->live++;
 	heapprof__runlock(&h->lock);
 	if (!s)
 		return NULL;
+	/* The first slot cut from a page of a slab: the page is made present
+	 * in one system call, not a page fault at the header's write (~8 a
+	 * compile of this project; slots never span pages). */
+	if (carved && !(s & (rg_page - 1)))
+		heapprof__range_populate((void *)s, 1);
 	hp_obj *o = (hp_obj *)s;
 	o->magic = HP_OBJ_MAGIC;
 	o->bucket = NULL;
@@ -384,12 +392,16 @@ slot_alloc(size_t size, bool zero)
  * a private block that grows in place (slowpath.c) has its new part made
  * present then. Where the call is unknown (EINVAL), pages fault in as
  * before. Sampled objects: the first POP_SAMPLED bytes of a fresh page
- * run under a malloc (range_alloc). */
+ * run under a malloc (range_alloc), and each page of a slot slab as the
+ * first slot is cut from it. Outside the range, the capture's own tables
+ * as they are first written: the bucket table, the arena's pages, the
+ * age table's (bucket.c, arena.c, age.c). */
 void
 heapprof__range_populate(void *p, size_t size)
 {
-	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(rg_page - 1);
-	uintptr_t e = ((uintptr_t)p + size + rg_page - 1) & ~(uintptr_t)(rg_page - 1);
+	size_t pg = rg_page ? rg_page : 4096; /* the range may not be set up */
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(pg - 1);
+	uintptr_t e = ((uintptr_t)p + size + pg - 1) & ~(uintptr_t)(pg - 1);
 	static _Atomic int unknown; /* EINVAL once: a kernel before 5.14 */
 	if (atomic_load_explicit(&unknown, memory_order_relaxed))
 		return;

@@ -217,6 +217,10 @@ unlock_from(pid_t pid)
  * a coroutine with 16 KiB, or a signal handler on a small alternate stack.
  * Dumps therefore switch to this stack, reserved on first use and touched
  * only as deep as they go (dump_lock). */
+#define DUMP_STACK_WARM ((size_t)32 << 10)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels say EINVAL */
+#endif
 static char *dump_stack;
 static size_t dump_stack_size; /* 4 MiB, or less under RLIMIT_AS */
 static ucontext_t dump_uc HP_BIG_BSS, back_uc HP_BIG_BSS;
@@ -278,6 +282,14 @@ on_dump_stack(int (*fn)(void *), void *arg)
 		mprotect(p, guard, PROT_NONE);
 		dump_stack = p;
 		dump_stack_size = size;
+		/* The top DUMP_STACK_WARM bytes, which every dump uses, made
+		 * present in one system call instead of a page fault a page
+		 * (15-40 us each on this VM: 4-8 an exit dump). */
+		int saved = errno;
+		size_t warm = size < DUMP_STACK_WARM ? size : DUMP_STACK_WARM;
+		(void)madvise(dump_stack + guard + size - warm, warm,
+		              MADV_POPULATE_WRITE);
+		errno = saved;
 	}
 	/* On a signal stack (a handler that called malloc or exit), a
 	 * signal taken while we are off it would be delivered at its top,

@@ -235,6 +235,45 @@ else
 	fail rel.cost.eh_table_present "$p1 of $t1 table pages present after a sampled malloc (unprofiled: $p0): $(grep '^map' "$TMPD/eh1.out")"
 fi
 
+# The profiler's first touch of its own fresh pages: each page a sample
+# or a dump writes first (slot slabs, the age table, the bucket table, the
+# arena, the dump stack, ELF headers, its own code) is made present by a
+# system call, not a page-fault trap (15-40 us here). rprog_traps counts
+# this thread's traps with the software perf counter (which does not count
+# pages made present by madvise). 1,024 more samples took +65 traps before
+# (slot pages, age words); a signal-triggered dump 19-21 (4-8 of them the
+# dump stack's).
+old_kernel() { [ "$(uname -r | awk -F. '{print ($1 > 5 || ($1 == 5 && $2 >= 14))}')" = 0 ]; }
+traps_of() { sed -n 's/.*traps \([0-9]*\)$/\1/p' "$1"; }
+tr_env="HEAPPROF_RATE=1 HEAPPROF_EXIT=0 LD_PRELOAD=$LIB"
+# shellcheck disable=SC2086
+env $tr_env "$P/rprog_traps" samples 1 >"$TMPD/tr1.out" 2>&1; rc1=$?
+run_t rel.cost.sample_traps 60 env $tr_env "$P/rprog_traps" samples 1025 >"$TMPD/tr2.out" 2>&1
+a=$(traps_of "$TMPD/tr1.out") b=$(traps_of "$TMPD/tr2.out")
+if [ "$rc1" -eq 3 ] || [ "$RC" -eq 3 ]; then
+	skip rel.cost.sample_traps "no perf counter here: $(head -c 100 "$TMPD/tr2.out")"
+elif old_kernel; then
+	skip rel.cost.sample_traps "kernel $(uname -r) has no MADV_POPULATE_WRITE"
+elif [ "$RC" -eq 0 ] && [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 4 ]; then
+	pass rel.cost.sample_traps
+else
+	fail rel.cost.sample_traps "1 sample: $a traps, 1025: $b (status $RC $rc1)"
+fi
+mkdir -p "$TMPD/sd"
+# shellcheck disable=SC2086
+run_t rel.cost.dump_traps 60 env $tr_env HEAPPROF_SIGNAL=USR2 \
+	HEAPPROF_OUT="$TMPD/sd/s.%p.%n.pb.gz" "$P/rprog_traps" sigdump 0 >"$TMPD/sd.out" 2>&1
+c=$(traps_of "$TMPD/sd.out")
+if [ "$RC" -eq 3 ]; then
+	skip rel.cost.dump_traps "no perf counter here"
+elif old_kernel; then
+	skip rel.cost.dump_traps "kernel $(uname -r) has no MADV_POPULATE_WRITE"
+elif [ "$RC" -eq 0 ] && [ "$(nfiles "$TMPD/sd")" -eq 1 ] && [ -n "$c" ] && [ "$c" -le 8 ]; then
+	parses rel.cost.dump_traps "$TMPD"/sd/*.pb.gz
+else
+	fail rel.cost.dump_traps "$c traps (status $RC), files: $(ls "$TMPD/sd" | tr '\n' ' ')"
+fi
+
 # A dump in a signal handler (or inside malloc) must not call dlsym or
 # dlopen: the encoder's look for a C++ demangler already in the process
 # (dlsym, dlopen RTLD_NOLOAD: the loader's lock, which the interrupted code
