@@ -116,8 +116,11 @@ warm_self(void)
 			break;
 		}
 	for (int i = 0; i < eh->e_phnum; i++) {
+		/* Not the headers' own segment (the loader's: dynamic
+		 * symbols, relocations), unless code shares it. */
 		if (ph[i].p_type != PT_LOAD || (ph[i].p_flags & PF_W) ||
-		    ph[i].p_memsz > ((size_t)1 << 20))
+		    ph[i].p_memsz > ((size_t)1 << 20) ||
+		    (ph[i].p_offset == 0 && !(ph[i].p_flags & PF_X)))
 			continue;
 		uintptr_t a = base + ph[i].p_vaddr;
 		int saved = errno;
