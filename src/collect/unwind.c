@@ -417,11 +417,16 @@ static _Atomic uintptr_t hdr_present[NPRESENT];
 /* An object's search table is made present in one system call at its
  * first lookup: the binary search touches every 64 KiB of it (one page
  * fault each, 15-40 us on this VM: cc1's 361 KB table took 6) within a
- * process's first few dozen misses. Best effort; errno is kept. */
+ * process's first few dozen misses. Tables over TABLE_PRESENT_MAX (a
+ * browser's: megabytes) are left to fault: their searches touch a small
+ * part of them. Best effort; errno is kept. */
+#define TABLE_PRESENT_MAX ((uintptr_t)1 << 20)
 static void
 table_present(const uint8_t *hdr, const void *tab, uintptr_t count)
 {
 	uintptr_t h = (uintptr_t)hdr;
+	if (count > TABLE_PRESENT_MAX / 8)
+		return;
 	for (unsigned i = 0; i < NPRESENT; i++) {
 		uintptr_t cur = atomic_load_explicit(&hdr_present[i],
 		                                     memory_order_relaxed);
