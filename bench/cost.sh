@@ -72,6 +72,22 @@ wall() { # cmd... -> seconds
 	awk -v s="$_s" -v e="$_e" 'BEGIN{ printf "%.4f", e - s }'
 }
 
+# timed_table TITLE PREFIX LABEL: the medians of $DIR/PREFIX.{none,shim,
+# base,heapprof} (one time a line), against none and the shim; LABEL
+# names the heapprof row.
+timed_table() {
+	_n=$(median <"$DIR/$2.none") _s=$(median <"$DIR/$2.shim") _h=$(median <"$DIR/$2.heapprof")
+	echo "| $1 ($ROUNDS rounds) | median wall s | vs none | vs shim |"
+	echo "|---|---|---|---|"
+	echo "| none | $_n | 1.0000 | |"
+	echo "| shim | $_s | $(ratio "$_s" "$_n") | 1.0000 |"
+	if [ -n "$BASE" ]; then
+		_b=$(median <"$DIR/$2.base")
+		echo "| base ($BASE) | $_b | $(ratio "$_b" "$_n") | $(ratio "$_b" "$_s") |"
+	fi
+	echo "| $3 | $_h | $(ratio "$_h" "$_n") | $(ratio "$_h" "$_s") |"
+}
+
 if has true; then
 	echo "| /bin/true | instructions | over none |"
 	echo "|---|---|---|"
@@ -97,16 +113,7 @@ if has loop; then
 		done
 		r=$((r + 1))
 	done
-	ln=$(median <"$DIR/loop.none") ls=$(median <"$DIR/loop.shim") lh=$(median <"$DIR/loop.heapprof")
-	echo "| 300 x /bin/true ($ROUNDS rounds) | median wall s | vs none | vs shim |"
-	echo "|---|---|---|---|"
-	echo "| none | $ln | 1.0000 | |"
-	echo "| shim | $ls | $(ratio "$ls" "$ln") | 1.0000 |"
-	if [ -n "$BASE" ]; then
-		lb=$(median <"$DIR/loop.base")
-		echo "| base ($BASE) | $lb | $(ratio "$lb" "$ln") | $(ratio "$lb" "$ls") |"
-	fi
-	echo "| heapprof | $lh | $(ratio "$lh" "$ln") | $(ratio "$lh" "$ls") |"
+	timed_table "300 x /bin/true" loop heapprof
 	echo "(files written by the heapprof rounds: $(ls "$DIR/prof" | wc -l))"
 	echo
 fi
@@ -139,19 +146,11 @@ if has make; then
 		echo "$(ratio "$t_shim" "$t_none") $(ratio "$t_heapprof" "$t_none") $(ratio "$t_heapprof" "$t_shim")" >>"$DIR/make.pairs"
 		r=$((r + 1))
 	done
-	mn=$(median <"$DIR/make.none") ms=$(median <"$DIR/make.shim") mh=$(median <"$DIR/make.heapprof")
 	pcol() { awk -v k="$1" '{ print $k }' "$DIR/make.pairs" | median; }
 	HEAPPROF_LIBRARY="$LIB" "$ROOT/build/heapprof" run -o "$DIR/mprof2/p.%p.pb.gz" -- \
 		sh -c "mkdir -p $DIR/mprof2; rm -rf $src/build; make -C $src -j2 build/heapprof >/dev/null 2>&1" 2>"$DIR/make.summary"
-	echo "| make -j2 build/heapprof ($ROUNDS rounds) | median wall s | vs none | vs shim | median of the rounds' ratios: vs none | vs shim |"
-	echo "|---|---|---|---|---|---|"
-	echo "| none | $mn | 1.0000 | | | |"
-	echo "| shim | $ms | $(ratio "$ms" "$mn") | 1.0000 | $(pcol 1) | |"
-	if [ -n "$BASE" ]; then
-		mb=$(median <"$DIR/make.base")
-		echo "| base ($BASE) | $mb | $(ratio "$mb" "$mn") | $(ratio "$mb" "$ms") | | |"
-	fi
-	echo "| heapprof run | $mh | $(ratio "$mh" "$mn") | $(ratio "$mh" "$ms") | $(pcol 2) | $(pcol 3) |"
+	timed_table "make -j2 build/heapprof" make "heapprof run"
+	echo "(median of the rounds' own ratios: shim/none $(pcol 1), heapprof/none $(pcol 2), heapprof/shim $(pcol 3))"
 	echo "(heapprof run's summary, one more build: $(tr '\n' ' ' <"$DIR/make.summary"))"
 	echo
 fi

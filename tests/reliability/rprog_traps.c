@@ -17,46 +17,21 @@
  * "no counter" (status 3) where perf events are not allowed.
  */
 #include <dlfcn.h>
-#include <linux/perf_event.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-static int
-counter(void)
-{
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof(a));
-	a.type = PERF_TYPE_SOFTWARE;
-	a.size = sizeof(a);
-	a.config = PERF_COUNT_SW_PAGE_FAULTS;
-	a.disabled = 1;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
-}
-
-static uint64_t
-stop(int fd)
-{
-	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-	uint64_t v = 0;
-	if (read(fd, &v, sizeof(v)) != sizeof(v))
-		return UINT64_MAX;
-	return v;
-}
+#include "../trapcount.h"
 
 int
 main(int argc, char **argv)
 {
 	if (argc < 3)
 		return 2;
-	int fd = counter();
+	int fd = trap_counter();
 	if (fd < 0) {
 		printf("no counter\n");
 		return 3;
@@ -67,11 +42,10 @@ main(int argc, char **argv)
 		return 2;
 	if (!strcmp(argv[1], "samples")) {
 		memset(keep, 1, (size_t)n * sizeof(keep[0])); /* our own pages */
-		ioctl(fd, PERF_EVENT_IOC_RESET, 0);
-		ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+		trap_start(fd);
 		for (int i = 0; i < n; i++)
 			keep[i] = malloc(100);
-		uint64_t t = stop(fd);
+		uint64_t t = trap_stop(fd);
 		for (int i = 0; i < n; i++)
 			free(keep[i]);
 		printf("traps %llu\n", (unsigned long long)t);
@@ -86,21 +60,19 @@ main(int argc, char **argv)
 		}
 		for (int i = 0; i < 50; i++)
 			keep[i] = malloc(100);
-		ioctl(fd, PERF_EVENT_IOC_RESET, 0);
-		ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+		trap_start(fd);
 		int rc = dump(argv[2]);
-		uint64_t t = stop(fd);
+		uint64_t t = trap_stop(fd);
 		printf("dump %d traps %llu\n", rc, (unsigned long long)t);
 		return rc != 0;
 	}
 	if (!strcmp(argv[1], "sigdump")) {
 		for (int i = 0; i < 50; i++)
 			keep[i] = malloc(100);
-		ioctl(fd, PERF_EVENT_IOC_RESET, 0);
-		ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+		trap_start(fd);
 		raise(SIGUSR2);
 		keep[50] = malloc(100); /* the dump is taken here */
-		uint64_t t = stop(fd);
+		uint64_t t = trap_stop(fd);
 		printf("traps %llu\n", (unsigned long long)t);
 		return 0;
 	}

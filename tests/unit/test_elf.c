@@ -13,11 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/perf_event.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -25,6 +22,7 @@
 #include "heapprof.h"
 #include "maps.h"
 #include "test.h"
+#include "../trapcount.h"
 
 /* ------------------------------------------------------------------
  * A synthetic image, laid out identically for both classes:
@@ -650,15 +648,7 @@ TEST(lookup_many_matches_the_table)
 static long
 open_traps(const char *path, int *err)
 {
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof(a));
-	a.type = PERF_TYPE_SOFTWARE;
-	a.size = sizeof(a);
-	a.config = PERF_COUNT_SW_PAGE_FAULTS;
-	a.disabled = 1;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+	int fd = trap_counter();
 	if (fd < 0) {
 		*err = errno;
 		return -1;
@@ -667,12 +657,10 @@ open_traps(const char *path, int *err)
 	long n = -1;
 	if (heapprof__elf_open(&e, path, 0) == 0) {
 		heapprof__elf_close(&e);
-		ioctl(fd, PERF_EVENT_IOC_RESET, 0);
-		ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+		trap_start(fd);
 		int rc = heapprof__elf_open(&e, path, 0);
-		ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-		uint64_t v = 0;
-		if (rc == 0 && read(fd, &v, sizeof(v)) == sizeof(v))
+		uint64_t v = trap_stop(fd);
+		if (rc == 0 && v != UINT64_MAX)
 			n = (long)v;
 		if (rc == 0)
 			heapprof__elf_close(&e);
