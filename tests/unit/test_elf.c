@@ -385,6 +385,17 @@ TEST(open_errors)
  * whose holes are in no cache until read: those of its second half, which
  * no read-ahead from its first page reaches. */
 static long
+tail_cached(void *m, size_t size, unsigned char *vec)
+{
+	if (mincore(m, size, vec) != 0)
+		return -1;
+	long n = 0; /* the second half: beyond any read-ahead of the first page */
+	for (size_t i = size / 4096 / 2; i < size / 4096; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+static long
 open_reads_pages(const char *path, const uint8_t *head, size_t headlen,
                  size_t size)
 {
@@ -399,18 +410,19 @@ open_reads_pages(const char *path, const uint8_t *head, size_t headlen,
 	close(fd);
 	if (m == MAP_FAILED)
 		return -1;
-	heapprof_elf e;
-	int rc = heapprof__elf_open(&e, path, 0);
-	if (rc == 0)
-		heapprof__elf_close(&e);
 	static unsigned char vec[(64 << 20) / 4096];
-	long n = -1;
-	if (rc == -ENOEXEC && size / 4096 <= sizeof(vec) &&
-	    mincore(m, size, vec) == 0) {
-		n = 0; /* the second half: beyond any read-ahead of the first page */
-		for (size_t i = size / 4096 / 2; i < size / 4096; i++)
-			n += vec[i] & 1;
+	long n = -1, before = -1;
+	heapprof_elf e;
+	int rc = -1;
+	if (size / 4096 <= sizeof(vec) && (before = tail_cached(m, size, vec)) == 0) {
+		rc = heapprof__elf_open(&e, path, 0);
+		if (rc == 0)
+			heapprof__elf_close(&e);
 	}
+	if (rc == -ENOEXEC)
+		n = tail_cached(m, size, vec);
+	else if (before > 0)
+		n = -2; /* a file system without holes: cached as written */
 	munmap(m, size);
 	unlink(path);
 	return n;
@@ -432,6 +444,11 @@ TEST(open_of_garbage_reads_little)
 	/* Not ELF at all (byte 4 says 64-bit, as in any file by chance). */
 	memcpy(h.e_ident, "DATA", 4);
 	long n = open_reads_pages(path, (const uint8_t *)&h, sizeof(h), size);
+	if (n == -2) {
+		printf("  (skipped: %s holds no holes)\n", dir);
+		rmdir(dir);
+		return;
+	}
 	CHECK(n >= 0 && n < 64);
 	if (!(n >= 0 && n < 64))
 		printf("  not ELF: %ld of the last %zu pages read\n", n, size / 8192);
