@@ -428,17 +428,24 @@ static void
 headers_present(const uint8_t *p, size_t size)
 {
 	(void)madvise((void *)p, size < 4096 ? size : 4096, MADV_POPULATE_READ);
+	/* Nothing is checked yet: only an ELF file's table, at its own
+	 * entry size (at most 65,535 x 64 bytes), not what a file that is
+	 * not one says (a whole file made present, then -ENOEXEC). */
+	if (memcmp(p, ELFMAG, SELFMAG) != 0)
+		return;
 	uint64_t off = 0, n = 0;
 	if (size >= sizeof(Elf64_Ehdr) && p[EI_CLASS] == ELFCLASS64) {
 		Elf64_Ehdr r;
 		memcpy(&r, p, sizeof(r));
 		off = r.e_shoff;
-		n = (uint64_t)r.e_shnum * r.e_shentsize;
+		if (r.e_shentsize == sizeof(Elf64_Shdr))
+			n = (uint64_t)r.e_shnum * r.e_shentsize;
 	} else if (size >= sizeof(Elf32_Ehdr) && p[EI_CLASS] == ELFCLASS32) {
 		Elf32_Ehdr r;
 		memcpy(&r, p, sizeof(r));
 		off = r.e_shoff;
-		n = (uint64_t)r.e_shnum * r.e_shentsize;
+		if (r.e_shentsize == sizeof(Elf32_Shdr))
+			n = (uint64_t)r.e_shnum * r.e_shentsize;
 	}
 	if (off < 4096 || off >= size || n == 0)
 		return;
