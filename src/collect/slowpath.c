@@ -98,7 +98,9 @@ record_free(hp_bucket *b, size_t size, uint32_t slot)
  * call per segment here. Segments over 1 MiB are left alone: linked
  * statically, __ehdr_start is the program's, whose code may be large and
  * is mostly present already. */
-extern const ElfW(Ehdr) __ehdr_start HP_HIDDEN;
+/* The ELF header of the object we are linked into (the linker's symbol,
+ * of no declared size: read with memcpy). */
+extern const char __ehdr_start[] HP_HIDDEN;
 static _Atomic int self_warm;
 
 static HP_NOINLINE void
@@ -106,26 +108,29 @@ warm_self(void)
 {
 	if (atomic_exchange_explicit(&self_warm, 1, memory_order_relaxed))
 		return;
-	const ElfW(Ehdr) *eh = &__ehdr_start;
-	const ElfW(Phdr) *ph =
-		(const ElfW(Phdr) *)(const void *)((const char *)eh + eh->e_phoff);
+	ElfW(Ehdr) eh;
+	memcpy(&eh, __ehdr_start, sizeof(eh));
+	const char *phs = __ehdr_start + eh.e_phoff;
 	uintptr_t base = 0;
-	for (int i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD) { /* the first maps the header */
-			base = (uintptr_t)eh - (ph[i].p_vaddr & ~(uintptr_t)4095);
-			break;
+	int first = 1;
+	for (int i = 0; i < eh.e_phnum; i++) {
+		ElfW(Phdr) ph;
+		memcpy(&ph, phs + (size_t)i * sizeof(ph), sizeof(ph));
+		if (ph.p_type != PT_LOAD)
+			continue;
+		if (first) { /* the first maps the header */
+			base = (uintptr_t)__ehdr_start - (ph.p_vaddr & ~(uintptr_t)4095);
+			first = 0;
 		}
-	for (int i = 0; i < eh->e_phnum; i++) {
 		/* Not the headers' own segment (the loader's: dynamic
 		 * symbols, relocations), unless code shares it. */
-		if (ph[i].p_type != PT_LOAD || (ph[i].p_flags & PF_W) ||
-		    ph[i].p_memsz > ((size_t)1 << 20) ||
-		    (ph[i].p_offset == 0 && !(ph[i].p_flags & PF_X)))
+		if ((ph.p_flags & PF_W) || ph.p_memsz > ((size_t)1 << 20) ||
+		    (ph.p_offset == 0 && !(ph.p_flags & PF_X)))
 			continue;
-		uintptr_t a = base + ph[i].p_vaddr;
+		uintptr_t a = base + ph.p_vaddr;
 		int saved = errno;
 		(void)madvise((void *)(a & ~(uintptr_t)4095),
-		              ph[i].p_memsz + (a & 4095), MADV_POPULATE_READ);
+		              ph.p_memsz + (a & 4095), MADV_POPULATE_READ);
 		errno = saved;
 	}
 }
