@@ -7,7 +7,7 @@
 # PARTS (comma list, default all):
 #   true    callgrind instructions of /bin/true (start-up + exit)
 #   loop    wall time of 300 /bin/true in a shell loop (sh -c), ROUNDS
-#           alternating rounds, medians
+#           alternating rounds (each in another order), medians
 #   make    wall time of `make -j2` building the CLI (build/heapprof and its
 #           objects, in a scratch copy of the tree): plain, under the shim
 #           (LD_PRELOAD), and under `heapprof run`, ROUNDS alternating
@@ -72,6 +72,15 @@ wall() { # cmd... -> seconds
 	awk -v s="$_s" -v e="$_e" 'BEGIN{ printf "%.4f", e - s }'
 }
 
+# rot R WORD...: the words rotated left by R (R mod their number): each
+# round of a timed part runs the configurations in another order, so that
+# none is not always first (a build after a build differs).
+rot() {
+	_i=$(($1 % ($# - 1))); shift
+	while [ "$_i" -gt 0 ]; do _f=$1; shift; set -- "$@" "$_f"; _i=$((_i - 1)); done
+	echo "$@"
+}
+
 # timed_table TITLE PREFIX LABEL: the medians of $DIR/PREFIX.{none,shim,
 # base,heapprof} (one time a line), against none and the shim; LABEL
 # names the heapprof row.
@@ -106,7 +115,7 @@ if has loop; then
 	for c in $CONFS; do : >"$DIR/loop.$c"; done
 	r=0
 	while [ $r -lt "$ROUNDS" ]; do
-		for c in $CONFS; do
+		for c in $(rot $r $CONFS); do
 			# shellcheck disable=SC2046
 			wall env $(pre $c) sh -c 'i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done' >>"$DIR/loop.$c"
 			echo >>"$DIR/loop.$c"
@@ -128,7 +137,7 @@ if has make; then
 	: >"$DIR/make.pairs"
 	r=0
 	while [ $r -lt "$ROUNDS" ]; do
-		for c in $CONFS; do
+		for c in $(rot $r $CONFS); do
 			rm -rf "$src/build"
 			case $c in
 			none) t=$(wall make -C "$src" -j2 build/heapprof) ;;
