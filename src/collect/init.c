@@ -6,6 +6,7 @@
  * The environment is read by config.c.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -316,6 +317,8 @@ exit_dump_arg(void *unused)
 	exit_dump();
 }
 
+/* glibc's malloc (bootstrap.c forwards to it by this name). */
+extern void *__libc_malloc(size_t);
 /* glibc's, behind pthread_atfork (GLIBC_2.3.2). */
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void),
                              void (*child)(void), void *dso);
@@ -334,6 +337,26 @@ heapprof_init(int argc, char **argv, char **envp)
 	hp_enter(t);
 	note_stderr();
 	heapprof__interpose_resolve();
+	/* glibc's malloc initialised here, on the thread that runs the
+	 * constructors, before the program's threads exist. glibc does it at
+	 * its first call (ptmalloc_init), not thread-safely: the thread that
+	 * runs it is attached to the main arena uncounted, so two threads
+	 * whose first calls meet are both attached and the second to exit
+	 * aborts ("malloc assertion failure in __malloc_arena_thread_freeres:
+	 * a->attached_threads > 0"). glibc counts on a first call before a
+	 * second thread (pthread_create allocates); at rate 1 every
+	 * allocation of start-up is ours, and the first calls came from
+	 * worker threads at once when a fork fence made the range refuse
+	 * (rel.forkrange.children, once in CI; rel_mallocinit.sh). mallopt
+	 * with parameter 0, which no glibc defines (it returns 1, changing
+	 * nothing), initialises without allocating: malloc(1) and free took 2
+	 * page faults more at rate 1 (the brk heap's first page, the tcache;
+	 * rel.cost.sample_faults). */
+	if (heapprof__next.malloc == __libc_malloc) {
+		int saved = errno;
+		(void)mallopt(0, 0);
+		errno = saved;
+	}
 	if (!heapprof__range_span) {
 		heapprof__warn("cannot reserve address space for sampled "
 		               "objects: profiling disabled");
