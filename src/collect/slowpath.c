@@ -91,6 +91,11 @@ record_free(hp_bucket *b, size_t size, uint32_t slot)
 	heapprof__age_untrack(slot);
 }
 
+/* The ELF header of the object we are linked into (the linker's symbol,
+ * of no declared size: read with memcpy). */
+extern const char __ehdr_start[] HP_HIDDEN;
+static _Atomic int self_warm; /* warm_self ran (or is running) */
+
 /* The profiler's own code and read-only data (tables, CFI), made
  * present at the first sample: its first run through the sampling and
  * dump code took a page-fault trap (15-40 us on this VM) per 64 KiB of
@@ -98,11 +103,6 @@ record_free(hp_bucket *b, size_t size, uint32_t slot)
  * call per segment here. Segments over 1 MiB are left alone: linked
  * statically, __ehdr_start is the program's, whose code may be large and
  * is mostly present already. */
-/* The ELF header of the object we are linked into (the linker's symbol,
- * of no declared size: read with memcpy). */
-extern const char __ehdr_start[] HP_HIDDEN;
-static _Atomic int self_warm;
-
 static HP_NOINLINE void
 warm_self(void)
 {
