@@ -80,6 +80,10 @@ int heapprof__serve_path(const char *tmpl, long pid, long mainpid,
 /* A snapshot written through `write` under the dump lock (the symbol
  * cache has one user at a time), for the endpoint's and the push's
  * threads: waits for the lock a bounded time (-EBUSY after it). */
+/* Runs fn(arg) on the dump stack (dump_stack.c), or on the current stack
+ * where that is safe and no dump stack can be had; caller holds dump.c's
+ * dump_lock. Returns fn's value, or -ENOMEM. */
+int heapprof__on_dump_stack(int (*fn)(void *), void *arg);
 int heapprof__serve_snapshot(heapprof_write_fn *write, void *arg,
                              const hp_snap_opts *o);
 int heapprof__serve_snapshot_wait(heapprof_write_fn *write, void *arg,
