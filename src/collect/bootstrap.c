@@ -47,6 +47,11 @@ static size_t lazy_usable(void *p);
 
 /* Until resolution the "next" functions are these, so no entry point needs
  * a NULL check. Written by resolve() only, before heapprof__ready. */
+/* The next allocator's nallocx (jemalloc, tcmalloc), or NULL (glibc has
+ * none): what its malloc_usable_size says of a size without allocating.
+ * Written by resolve() only, before heapprof__ready. */
+size_t (*heapprof__next_nallocx)(size_t, int);
+
 hp_next heapprof__next = {
 	lazy_malloc, lazy_free, lazy_calloc, lazy_realloc, lazy_posix_memalign,
 	lazy_aligned_alloc, lazy_memalign, lazy_valloc, lazy_pvalloc, lazy_usable,

@@ -153,6 +153,9 @@ typedef struct hp_next {
 	size_t (*malloc_usable_size)(void *);
 } hp_next;
 extern HP_HIDDEN hp_next heapprof__next;
+/* The next allocator's nallocx, or NULL (bootstrap.c; slowpath.c's
+ * malloc_usable_size of a sampled block). */
+extern HP_HIDDEN size_t (*heapprof__next_nallocx)(size_t, int);
 /* Resolves heapprof__next through dlsym(RTLD_NEXT). Idempotent. */
 void heapprof__interpose_resolve(void);
 
