@@ -121,6 +121,8 @@ extern HP_HIDDEN hp_config heapprof__cfg;
 /* The pid the library was initialised in (written once by the
  * constructor). */
 extern HP_HIDDEN long heapprof__init_pid;
+/* CLOCK_REALTIME ns when the constructor ran (init.c; written once). */
+extern HP_HIDDEN int64_t heapprof__init_nanos;
 /* The process's command line, arguments separated by spaces (written once
  * by the constructor). */
 extern HP_HIDDEN char heapprof__cmdline[512];

@@ -34,6 +34,7 @@ hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1,
                            .symbolize = 1};
 _Atomic int heapprof__ready;
 long heapprof__init_pid;
+int64_t heapprof__init_nanos; /* CLOCK_REALTIME at start: the first delta file's base */
 char heapprof__cmdline[512];
 
 /* ---------------------------------------------------------------- warnings */
@@ -364,6 +365,7 @@ heapprof_init(int argc, char **argv, char **envp)
 		return;
 	}
 	heapprof__init_pid = (long)getpid();
+	heapprof__init_nanos = heapprof__now_nanos();
 	heapprof__read_env(&heapprof__cfg);
 	heapprof__read_cmdline(heapprof__cmdline, sizeof(heapprof__cmdline), argc, argv);
 	if (!heapprof__wanted(heapprof__cmdline)) {

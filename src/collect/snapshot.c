@@ -430,8 +430,15 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	 * (r->rate), so changing the rate never rescales what is recorded. */
 	p.rate = atomic_load(&heapprof__cfg.rate);
 	p.time_nanos = now;
-	if (o->base && (o->kind == HP_SNAP_DELTA || o->kind == HP_SNAP_DELTA_ALLOC))
-		p.duration_nanos = now - o->base->time_nanos;
+	if (o->base && (o->kind == HP_SNAP_DELTA || o->kind == HP_SNAP_DELTA_ALLOC)) {
+		/* A base never taken (the first delta file, or the exit file
+		 * of a run with no periodic one) is the process's start: the
+		 * allocations are all since then. Not its time 0 (a duration
+		 * of 56 years). */
+		int64_t since = o->base->time_nanos ? o->base->time_nanos
+		                                    : heapprof__init_nanos;
+		p.duration_nanos = since > 0 && now > since ? now - since : 0;
+	}
 	p.default_sample_type = o->default_type;
 	p.mappings = mappings;
 	p.nmappings = nmappings;
