@@ -189,7 +189,7 @@ if [ $brc -eq 0 ] && cmp -s "$TMPD/base.out" "$TMPD/busy.out"; then pass http.ho
 	fail http.host_output_unchanged "rc $brc; $(head -3 "$TMPD/busy.err")"; fi
 
 # Loopback only unless opted in.
-out=$(HEAPPROF_HTTP=0.0.0.0:$port2 LD_PRELOAD="$LIB" "$PROG/prog_sleep" 10 2>&1)
+out=$(HEAPPROF_EXIT=0 HEAPPROF_HTTP=0.0.0.0:$port2 LD_PRELOAD="$LIB" "$PROG/prog_sleep" 10 2>&1)
 echo "$out" | grep -q 'not a loopback address' && echo "$out" | grep -q '^done$' &&
 	pass http.refuses_non_loopback || fail http.refuses_non_loopback "$out"
 # HEAPPROF_HTTP_ALLOW_REMOTE=1: the same address binds (a listening socket
