@@ -67,5 +67,13 @@ for f, i in funcs.items():
     msg += ld(5, vi(1, i) + vi(2, s(f)) + vi(4, s('src.c')))
 for x in strs:
     msg += ld(6, x.encode())
+# "repeat_first": [N, K]: a sample whose stack is location 1, N times, of
+# values [K, K, ...] (a sample far larger than its gzip'd size).
+if 'repeat_first' in spec:
+    nrep, k = spec['repeat_first']
+    msg += ld(2, ld(1, b'\x01' * nrep) + packed(2, [k] * len(spec['types'])))
+if out.endswith('.gz'):
+    import gzip
+    msg = gzip.compress(msg, 9)
 with open(out, 'wb') as fh:
     fh.write(msg)
