@@ -386,7 +386,7 @@ heapprof_init(int argc, char **argv, char **envp)
 			         "nothing is sampled");
 		else
 			snprintf(msg, sizeof(msg), "the program's malloc is %s's, loaded "
-			         "ahead of the profiler: nothing is sampled (preload "
+			         "ahead of the profiler: nothing is sampled (preload or link "
 			         "libheapprof.so before it)", heapprof__unreached_name);
 		heapprof__warn_dup(msg);
 	}
