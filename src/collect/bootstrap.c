@@ -107,6 +107,7 @@ find_first(const char *name, void *fallback)
 HP_HIDDEN int heapprof__unreached_kind;
 HP_HIDDEN char heapprof__unreached_name[160];
 
+#ifndef HP_ENTRY_RENAMED /* the sanitizer build's next allocator is fixed */
 /* ------------------------------------------- another allocator than glibc */
 
 /* The next allocator's own functions (NULL where its object does not
@@ -326,6 +327,8 @@ note_unreached(void *m)
 		nm += l - (sizeof(heapprof__unreached_name) - 1);
 	strcpy(heapprof__unreached_name, nm);
 }
+
+#endif /* HP_ENTRY_RENAMED */
 
 HP_RARE void
 heapprof__interpose_resolve(void)
