@@ -357,6 +357,14 @@ heapprof__interpose_resolve(void)
 	 * program's allocator is whatever comes first. */
 	void *m0 = dlsym(RTLD_DEFAULT, nm_malloc);
 	int first = m0 && is_self(m0);
+	if (!first) {
+		/* libheapprof.a linked into an executable that does not
+		 * export its malloc: the executable's own calls still reach
+		 * ours, so ours is the program's. */
+		hp_objspan me;
+		objspan(&me, (void *)__start_heapprof_entry);
+		first = me.is_main;
+	}
 #endif
 	void *(*look)(const char *, void *) = first ? find : find_first;
 	n.malloc = look(nm_malloc, (void *)__libc_malloc);

@@ -124,6 +124,18 @@ if [ -f "$JEA" ]; then
 else
 	skip rel.allocators.jemalloc_static "libjemalloc_pic.a not installed (apt-get install libjemalloc-dev)"
 fi
+# libheapprof.a linked into an executable that exports no malloc
+# (--exclude-libs): the executable's own calls reach the profiler, which
+# must not take another object's malloc, first in the lookup, for the
+# program's (a guard for the check above).
+if $CC -O1 -o "$TMPD/hp_static" "$SRC" "$REPO/build/libheapprof.a" -lz -lm -ldl -lpthread \
+	-Wl,--exclude-libs,ALL 2>"$TMPD/cc.err"; then
+	BASE=$P
+	one rel.allocators.profiler_static_unexported samples "" "" "$TMPD/hp_static" family "$ROUNDS"
+	BASE=
+else
+	fail rel.allocators.profiler_static_unexported "cannot link libheapprof.a: $(head -3 "$TMPD/cc.err")"
+fi
 if [ -f "$TC" ]; then
 	one rel.allocators.tcmalloc_first none "$TC" "$TC $LIB" "$P" family "$ROUNDS"
 	one rel.allocators.tcmalloc_after samples "$TC" "$LIB $TC" "$P" family "$ROUNDS"
