@@ -1,5 +1,7 @@
 /*
- * bootstrap.c: finding the next allocator. Until dlsym(RTLD_NEXT) has
+ * bootstrap.c: finding the next allocator: the one the program would call
+ * without us (the first malloc in the lookup order other than ours), with
+ * the entry points it lacks built on its own functions. Until dlsym has
  * resolved it (dlsym itself may call calloc), requests are served from the
  * profiler's range with a "boot" header, which free ignores: they are few
  * and tiny. The "next" function table starts out pointing at lazy_*
