@@ -230,7 +230,8 @@ $(B)/examples/leaky: examples/leaky.c
 DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libdw-dev
 # libunwind8: only the HEAPPROF_UNWIND=libunwind opt-in, compared in tests.
 DEBS_TEST  := libunwind8 golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
-	python3 sqlite3 procps chromium libjemalloc-dev groff-base
+	python3 sqlite3 procps chromium libjemalloc-dev groff-base \
+	libtcmalloc-minimal4 redis-server redis-tools
 deps:
 	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh
 deps-test:

@@ -158,8 +158,18 @@ extern HP_HIDDEN hp_next heapprof__next;
 /* The next allocator's nallocx, or NULL (bootstrap.c; slowpath.c's
  * malloc_usable_size of a sampled block). */
 extern HP_HIDDEN size_t (*heapprof__next_nallocx)(size_t, int);
-/* Resolves heapprof__next through dlsym(RTLD_NEXT). Idempotent. */
+/* Resolves heapprof__next: the allocator the program would call without
+ * us (bootstrap.c). Idempotent. */
 void heapprof__interpose_resolve(void);
+/* 1 when the program's malloc is not ours (an allocator ahead of us in
+ * the lookup order, or in the executable): nothing is sampled, since its
+ * free would get our pointers. Written once by resolve, before
+ * heapprof__ready (slowpath.c). The kind, for init's one warning: 1
+ * glibc's (loaded with dlopen), 2 the executable's, 3 a library's, whose
+ * name is heapprof__unreached_name (bootstrap.c). */
+extern HP_HIDDEN int heapprof__unreached;
+extern HP_HIDDEN int heapprof__unreached_kind;
+extern HP_HIDDEN char heapprof__unreached_name[160];
 
 /* ------------------------------------------------------------ slowpath.c */
 

@@ -378,6 +378,19 @@ heapprof_init(int argc, char **argv, char **envp)
 		heapprof__cfg.push[0] = 0;
 		heapprof__cfg.dump_growth = 0;
 		heapprof__cfg.dump_limit = 0;
+	} else if (heapprof__unreached && heapprof__unreached_kind > 1) {
+		/* Another allocator's malloc is the program's (bootstrap.c):
+		 * said once, as heapprof run says it of a static binary. */
+		static char msg[320];
+		if (heapprof__unreached_kind == 2)
+			snprintf(msg, sizeof(msg), "the program's malloc is linked into "
+			         "the executable, where the profiler cannot reach it: "
+			         "nothing is sampled");
+		else
+			snprintf(msg, sizeof(msg), "the program's malloc is %s's, loaded "
+			         "ahead of the profiler: nothing is sampled (preload or link "
+			         "libheapprof.so before it)", heapprof__unreached_name);
+		heapprof__warn_dup(msg);
 	}
 
 	/* Setuid or setgid (AT_SECURE): the environment is the invoking

@@ -47,13 +47,20 @@
 /* The byte counter reached an allocation of `n` bytes. Decides whether it
  * is a sample and sets the next distance (sampler.c). Returns the rate the
  * sample was taken at, which its record keeps, or 0: not a sample. */
+HP_HIDDEN int heapprof__unreached; /* collect.h; here for the sanitizer build */
+
 static int64_t
 sample_decide(hp_tls *t, size_t n)
 {
 	if (t->busy || !atomic_load_explicit(&heapprof__ready, memory_order_acquire))
 		return 0; /* counter unchanged: decide again next time */
-	int64_t rate = atomic_load_explicit(&heapprof__cfg.rate,
-	                                    memory_order_relaxed);
+	/* Not the program's malloc: what reaches us (reallocarray, which the
+	 * allocator ahead of us lacks) is never a sample, its free being the
+	 * other allocator's. Rate 0 sends the thread back here only after
+	 * 1 MiB. */
+	int64_t rate = heapprof__unreached ? 0
+	                                   : atomic_load_explicit(&heapprof__cfg.rate,
+	                                                          memory_order_relaxed);
 	return heapprof__sampler_take(t, rate, heapprof__weight(n));
 }
 
