@@ -9,7 +9,7 @@
 oracle_need_corpus delta
 oracle_need_heapprof delta
 if ! command -v go >/dev/null 2>&1 || ! command -v python3 >/dev/null 2>&1; then
-	skip delta "go or python3 not installed (apt-get install golang-go python3)"
+	skip_tool delta "go or python3" "golang-go python3"
 	exit 0
 fi
 oracle_tmpdir

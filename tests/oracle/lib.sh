@@ -89,11 +89,11 @@ oracle_build_pprofcheck() {
 		return 0
 	fi
 	if ! command -v go >/dev/null 2>&1; then
-		echo "go not installed (apt-get install golang-go)"
+		echo "tool go golang-go"
 		return 1
 	fi
 	if [ ! -d "$PPROF_SRC/profile" ]; then
-		echo "pprof sources missing (apt-get install golang-github-google-pprof-dev)"
+		echo "tool $PPROF_SRC golang-github-google-pprof-dev"
 		return 1
 	fi
 	mkdir -p "$REPO/build/gocache"
@@ -112,8 +112,11 @@ oracle_build_pprofcheck() {
 
 oracle_need_go() {
 	why=$(oracle_build_pprofcheck) || {
-		skip "$1" "$why"
-		exit 0
+		case $why in
+		"tool "*) set -- "$1" $why; skip_tool "$1" "$3" "$4" ;;
+		*) fail "$1" "$why" ;;
+		esac
+		exit $FAILED
 	}
 }
 
