@@ -61,7 +61,7 @@ func allocTemp(n, size int) int {
 //go:noinline
 func tree(depth, fan, size int) {
 	if depth == 0 {
-		keep = append(keep, make([]byte, size))
+		chain(12, size)
 		return
 	}
 	for i := 0; i < fan; i++ {
@@ -76,6 +76,17 @@ func tree(depth, fan, size int) {
 			branch3(depth-1, fan, size+i*16)
 		}
 	}
+}
+
+// chain allocates n calls deeper: long stacks, as real programs have.
+//
+//go:noinline
+func chain(n, size int) {
+	if n == 0 {
+		keep = append(keep, make([]byte, size))
+		return
+	}
+	chain(n-1, size)
 }
 
 //go:noinline
