@@ -229,9 +229,17 @@ $(B)/examples/leaky: examples/leaky.c
 # Debian packages: what building needs, and what the tests need on top.
 DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libdw-dev
 # libunwind8: only the HEAPPROF_UNWIND=libunwind opt-in, compared in tests.
+# Every tool a test uses is here: under CI=true a skip for a missing tool
+# fails (tests/run.sh). curl (endpoint tests), strace, gdb (rel_sigalloc,
+# hang dumps), valgrind, nodejs and npm (flame's browser suite drives
+# chromium with playwright-core from npm; NodeSource's nodejs provides
+# npm), lintian (deb.sh), binutils (readelf, objdump, nm), git, man-db;
+# libgoogle-perftools-dev and libjemalloc-dev: tests/corpus/gen.sh writes
+# gperftools and jemalloc dumps with them (jeprof reads the latter).
 DEBS_TEST  := libunwind8 golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
 	python3 sqlite3 procps chromium libjemalloc-dev groff-base \
-	libtcmalloc-minimal4 redis-server redis-tools
+	curl strace gdb valgrind nodejs npm lintian binutils git man-db libc6-dev \
+	libgoogle-perftools-dev libtcmalloc-minimal4 redis-server redis-tools
 deps:
 	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh
 deps-test:

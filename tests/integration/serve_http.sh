@@ -13,7 +13,7 @@
 need_lib serve_http
 need_go serve_http
 oracle_tmpdir
-command -v curl >/dev/null || { skip serve_http "curl not installed"; exit 0; }
+command -v curl >/dev/null || { skip_tool serve_http curl; exit 0; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # wait_for NAME FILE PID SECS: until FILE exists (0); FAIL NAME and 1 if
 # process PID ended first or SECS went by.

@@ -65,7 +65,7 @@ if go tool pprof -h >/dev/null 2>&1; then
 	*) fail rel.age.go_tagfocus "rows '$rows': $(head -20 "$D/go" "$D/go.err")" ;;
 	esac
 else
-	skip rel.age.go_tagfocus "go tool pprof not available"
+	skip_tool rel.age.go_tagfocus go golang-go
 fi
 
 # HEAPPROF_AGE=0: no labels, and top --min-age says there are none.
@@ -111,6 +111,6 @@ if command -v curl >/dev/null; then
 		fail rel.age.endpoint_age_param "$(ls -l "$D"/h?.pb.gz) $(head -5 "$D/h1.top" "$D/http.err")"
 	fi
 else
-	skip rel.age.endpoint_age_param "curl not installed"
+	skip_tool rel.age.endpoint_age_param curl
 fi
 exit $FAILED

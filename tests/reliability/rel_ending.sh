@@ -186,7 +186,7 @@ if __name__ == "__main__":
 		fail rel.ending.pool "status $rc, $n profiles (expected 4: parent and 3 workers): $(head -3 "$d/err")"
 	parses rel.ending.pool.parse "$d"/*.pb.gz
 else
-	skip rel.ending.pool "no python3"
+	skip_tool rel.ending.pool python3
 fi
 
 # --- A program that closes stderr: the warning (here: the profile cannot

@@ -24,7 +24,7 @@ build() { # out prog.c
 }
 if ! build "$TMPD/pattern" "$REPO/tests/integration/prog_pattern.c"; then
 	if grep -q "ubsan" "$TMPD/cc.err"; then
-		skip rel.ubsan "no UBSan runtime: $(head -2 "$TMPD/cc.err")"
+		skip_tool rel.ubsan "libubsan (UBSan runtime of $CCU: $(head -1 "$TMPD/cc.err"))" libubsan1
 		exit 0
 	fi
 	fail rel.ubsan.build "$(head -5 "$TMPD/cc.err")"
