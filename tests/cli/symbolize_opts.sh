@@ -19,7 +19,7 @@ oracle_need_go symbolize_opts
 LIB=$REPO/build/libheapprof.so
 [ -f "$LIB" ] || { skip symbolize_opts "$LIB not built"; exit 0; }
 CXX=${CXX:-c++}
-command -v "$CXX" >/dev/null 2>&1 || { skip symbolize_opts "$CXX not installed"; exit 0; }
+command -v "$CXX" >/dev/null 2>&1 || { skip_tool symbolize_opts "$CXX" g++; exit 0; }
 oracle_tmpdir
 T=$TMPD
 

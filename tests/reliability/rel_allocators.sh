@@ -111,7 +111,7 @@ if [ -f "$JE" ]; then
 		fail rel.allocators.jemalloc_linked "cannot link with -ljemalloc: $(head -3 "$TMPD/cc.err")"
 	fi
 else
-	skip rel.allocators.jemalloc "libjemalloc.so.2 not installed (apt-get install libjemalloc-dev)"
+	skip_tool rel.allocators.jemalloc libjemalloc.so.2 libjemalloc-dev
 fi
 if [ -f "$JEA" ]; then
 	# jemalloc linked into the executable: its malloc is the program's,
@@ -122,7 +122,7 @@ if [ -f "$JEA" ]; then
 		fail rel.allocators.jemalloc_static "cannot link $JEA: $(head -3 "$TMPD/cc.err")"
 	fi
 else
-	skip rel.allocators.jemalloc_static "libjemalloc_pic.a not installed (apt-get install libjemalloc-dev)"
+	skip_tool rel.allocators.jemalloc_static libjemalloc_pic.a libjemalloc-dev
 fi
 # libheapprof.a linked into an executable that exports no malloc
 # (--exclude-libs): the executable's own calls reach the profiler, which
@@ -140,7 +140,7 @@ if [ -f "$TC" ]; then
 	one rel.allocators.tcmalloc_first none "$TC" "$TC $LIB" "$P" family "$ROUNDS"
 	one rel.allocators.tcmalloc_after samples "$TC" "$LIB $TC" "$P" family "$ROUNDS"
 else
-	skip rel.allocators.tcmalloc "libtcmalloc_minimal.so.4 not installed (apt-get install libgoogle-perftools-dev)"
+	skip_tool rel.allocators.tcmalloc libtcmalloc_minimal.so.4 libtcmalloc-minimal4
 fi
 
 # redis-server (linked with jemalloc) on a unix socket, no persistence,
@@ -180,6 +180,6 @@ if command -v redis-server >/dev/null 2>&1 && command -v redis-benchmark >/dev/n
 		fail rel.allocators.redis "up $up, benchmark ${brc:-not run} ($n of 3 tests), status $rrc, profile ${o:-none}: $(tail -3 "$TMPD/redis/out" | tr '\n' ' ') $(tail -2 "$TMPD/redis/log" 2>/dev/null | tr '\n' ' ')"
 	fi
 else
-	skip rel.allocators.redis "redis-server not installed (apt-get install redis-server redis-tools)"
+	skip_tool rel.allocators.redis redis-server redis-server
 fi
 exit $FAILED
