@@ -67,7 +67,8 @@ $(B)/obj/%.o: %.c
 # /bin/true ~60 k instructions of lookups).
 # snapshot.c, loaded_ids.c and age_split.c run only in dumps (on the dump stack, the
 # endpoint's thread, or an API caller's stack, which the encoder needs
-# anyway): lazy. So do
+# anyway): lazy. So do unloaded.c and unload_hook.c (dumps, and the
+# program's dlclose, never inside malloc), and
 # config.c and parse.c, which run once, in the constructor: a process
 # binds only the few of their calls it makes (101 -> 76 symbols bound at
 # load; /bin/true +104 k -> +90 k instructions, BENCHMARKS.md).
