@@ -21,6 +21,10 @@
 #       <unknown>, -64 MB under a_alloc_site.
 #   rel.plugins.base.http   /debug/pprof/heap after the dlclose names
 #       a_alloc_site in libplug_a.so.
+#   rel.plugins.refcount   liba opened twice and closed once stays
+#       loaded: its frames keep their live address (not moved to the
+#       unloaded objects' 0x4000... range); closed again, they move there,
+#       named and mapped as before. Guards the wrapper's "gone" check.
 . "$(dirname "$0")/lib.sh"
 need_lib rel.plugins
 need_go rel.plugins
@@ -166,4 +170,22 @@ if [ "$m" = "$LA $ID_A" ] && awk -v a="$a" 'BEGIN { exit !(a >= 60 && a <= 70) }
 	pass rel.plugins.base.http
 else
 	fail rel.plugins.base.http "/debug/pprof/heap after the dlclose: a_alloc_site $a MB, mapping '$m'"
+fi
+
+# --- a dlclose that leaves the object loaded (reference count 2)
+d=$TMPD/twice
+start "$d" twice
+stop
+loc() {
+	go tool pprof -raw "$1" 2>/dev/null | awk '/^Locations/ { s = 1; next }
+		/^Mappings/ { s = 0 } s && $4 == "a_alloc_site" { print $2 }'
+}
+l1=$(loc "$d/open1.pb.gz") l0=$(loc "$d/open0.pb.gz")
+m0=$(func_map "$d/open0.pb.gz" a_alloc_site)
+case "$l1" in 0x7*) live=1 ;; *) live=0 ;; esac
+case "$l0" in 0x40000000000*) moved=1 ;; *) moved=0 ;; esac
+if [ $RC -eq 0 ] && [ $live = 1 ] && [ $moved = 1 ] && [ "$m0" = "$LA $ID_A" ]; then
+	pass rel.plugins.refcount
+else
+	fail rel.plugins.refcount "status $RC; a_alloc_site at '$l1' while loaded, at '$l0' ($m0) once closed; $(head -c 200 "$d/out") $(head -c 200 "$d/err")"
 fi

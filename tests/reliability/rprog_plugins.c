@@ -8,6 +8,8 @@
  *          DIR/same.pb.gz and DIR/same.txt (heapprof_dump).
  *   base   dlopen LIBA, 64 MiB from a_alloc_site (held), DIR/before.*,
  *          dlclose LIBA, DIR/after.*: nothing allocated in between.
+ *   twice  dlopen LIBA twice, 64 MiB from a_alloc_site (held), dlclose
+ *          one handle (LIBA stays), DIR/open1.*, the other, DIR/open0.*.
  * Then prints "ready" and waits for its stdin to close (the script reads
  * the /debug/pprof endpoint meanwhile). Run under LD_PRELOAD.
  */
@@ -70,7 +72,15 @@ main(int argc, char **argv)
 	void *(*fa)(size_t) = (void *(*)(size_t))open_fn(argv[1], "a_alloc_site",
 	                                                 &ha, &base_a);
 	void *held = fa(64u << 20);
-	if (!strcmp(argv[4], "base")) {
+	if (!held)
+		return 2;
+	if (!strcmp(argv[4], "twice")) {
+		void *h2 = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+		dlclose(ha);
+		dump_to(argv[3], "open1");
+		dlclose(h2);
+		dump_to(argv[3], "open0");
+	} else if (!strcmp(argv[4], "base")) {
 		dump_to(argv[3], "before");
 		dlclose(ha);
 		dump_to(argv[3], "after");
