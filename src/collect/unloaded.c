@@ -233,16 +233,24 @@ cand_of(hp_ul_pending *p, uint64_t pc)
 	return NULL;
 }
 
-/* Flags the candidates a sampled frame lies in; how many. */
+static uint64_t marked(mark_head *mh, const hp_bucket *b);
+
+/* Flags the candidates a sampled frame lies in, not counting frames
+ * already kept (a plugin reloaded at the same address has its old
+ * buckets' frames in its range: nothing new to keep); how many. */
 static size_t
 find_frames(hp_ul_pending *p)
 {
 	size_t with = 0;
+	mark_head *mh = atomic_load_explicit(&marks, memory_order_acquire);
 	for (hp_bucket *b = heapprof__bucket_list(); b && with < p->n;
 	     b = b->all_next) {
 		if (b->id >= p->nbuckets)
 			continue;
+		uint64_t kept = mh ? marked(mh, b) : 0;
 		for (uint32_t d = 0; d < b->depth; d++) {
+			if (kept >> d & 1)
+				continue;
 			cand *c = cand_of(p, b->stack[d]);
 			if (c && !c->frames) {
 				c->frames = 1;
