@@ -304,7 +304,7 @@ SAN_FLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
 	-Isrc/serve -MMD -MP
 # What the capture half links: no src/ops, no legacy-format readers.
 SAN_SRC := $(COMMON_SRC) $(filter-out src/legacy/legacy_%,$(FORMAT_SRC)) $(SERVE_SRC) \
-	$(filter-out src/collect/interpose.c src/collect/bootstrap.c src/collect/ending.c,$(COLLECT_SRC)) \
+	$(filter-out src/collect/interpose.c src/collect/bootstrap.c src/collect/ending.c src/collect/unload_hook.c,$(COLLECT_SRC)) \
 	tests/sanitize/hp_entry.c tests/sanitize/hp_boot.c
 define SAN_RULES
 $(B)/sanitize/$(1)/obj/%.o: %.c

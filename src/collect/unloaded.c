@@ -261,7 +261,9 @@ find_frames(hp_ul_pending *p)
 	return with;
 }
 
-/* The candidate's executable file mappings, as the snapshot shows them. */
+/* The candidate's executable file mappings, as the snapshot shows them
+ * (its build id from the file, as the snapshot reads it, where the notes
+ * are not mapped). */
 static void
 find_segs(hp_ul_pending *p, cand *c)
 {
@@ -273,6 +275,10 @@ find_segs(hp_ul_pending *p, cand *c)
 			if (e->start < c->lo[k] || e->start >= c->hi[k] ||
 			    e->offset != c->off[k] + (e->start - c->lo[k]))
 				continue;
+			if (!c->nseg && !c->hex[0] &&
+			    heapprof__elf_build_id(e->path, c->hex,
+			                           sizeof(c->hex)) <= 0)
+				c->hex[0] = '\0';
 			heapprof_mapping *m = &c->seg[c->nseg++];
 			m->start = e->start;
 			m->limit = e->limit;
