@@ -21,6 +21,7 @@
 
 #include "collect.h"
 #include "parse.h"
+#include "unloaded.h"
 
 int heapprof__serve_armed; /* written once at start (collect.h) */
 /* A strong reference to the delivery half (serve/hooks.c), so that
@@ -260,6 +261,7 @@ atfork_child(void)
 	if (heapprof__ending_atfork_child)
 		heapprof__ending_atfork_child();
 	heapprof__peak_atfork_child();
+	heapprof__unloaded_atfork_child();
 	int st = fork_pop();
 	if (heapprof__hooks())
 		heapprof__delivery.atfork_child(st == 2);
