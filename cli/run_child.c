@@ -433,7 +433,9 @@ cli_run_child(char **argv, int exit_dump)
 	}
 	child_pid = 0;
 	long empty = status_count();
-	if (!exec_errno && tmpl)
+	/* HEAPPROF_QUIET=1: no line of ours on the program's stderr. */
+	const char *quiet = getenv("HEAPPROF_QUIET");
+	if (!exec_errno && tmpl && !(quiet && *quiet && strcmp(quiet, "0")))
 		report_empty(empty, report_files(tmpl, &since), tmpl,
 		             exit_dump && WIFEXITED(status));
 	if (WIFEXITED(status))

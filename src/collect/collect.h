@@ -35,6 +35,9 @@ typedef struct hp_tls {
 	int64_t rate;      /* the rate `left` was drawn at; 0: off, or none */
 	uintptr_t stack_lo, stack_hi; /* this thread's stack, for the fp walker */
 	uint32_t shard;    /* slot shard + 1 (range.c), 0 = not chosen yet */
+	/* SIGTERM or SIGINT that arrived while busy (ending.c's handler):
+	 * held until the thread leaves the profiler, then raised again */
+	volatile int held_sig;
 	int64_t saved_left; /* `left` while busy (hp_enter / hp_leave) */
 } hp_tls;
 
@@ -56,11 +59,21 @@ hp_enter(hp_tls *t)
 	}
 }
 
+/* ending.c (libheapprof.so only, hence weak): raises the signal held by
+ * t (held_sig) again, now that the thread has left the profiler. */
+HP_HIDDEN void heapprof__ending_held(hp_tls *t) __attribute__((weak));
+
 HP_INLINE void
 hp_leave(hp_tls *t)
 {
-	if (--t->busy == 0)
+	if (--t->busy == 0) {
 		t->left = t->saved_left;
+		/* busy is 0 in memory before held_sig is read: a signal after
+		 * this point finds the thread outside and is not held */
+		atomic_signal_fence(memory_order_seq_cst);
+		if (HP_UNLIKELY(t->held_sig) && heapprof__ending_held)
+			heapprof__ending_held(t);
+	}
 }
 
 /* In a fork child: a default mutex that another thread held at the fork
@@ -112,6 +125,7 @@ typedef struct hp_config {
 	int age;                /* HEAPPROF_AGE: 0 unset (files and the API
 	                         * get age_s labels, push does not), 1 set to
 	                         * 1 (push too), -1 set to 0 (none) */
+	int quiet;              /* HEAPPROF_QUIET=1: no line on stderr */
 } hp_config;
 
 /* Written once by the constructor before sampling is enabled; read-only

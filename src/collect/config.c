@@ -28,6 +28,7 @@
  *                      appends one byte, so the run can count them
  *   HEAPPROF_AGE       1 (default for files): in-use samples split by
  *                      allocation age (age_s labels); 0: not
+ *   HEAPPROF_QUIET     1: the library prints nothing on stderr
  *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
  *                      tables; dwarf: file:line and inlined frames (libdw,
  *                      loaded at start-up: dumps may run inside malloc or a
@@ -143,6 +144,7 @@ check_env_names(void)
 		"EXIT", "SYMBOLIZE", "MODE", "HTTP", "HTTP_ALLOW_REMOTE", "PUSH",
 		"PUSH_INTERVAL", "APP", "ONLY", "CHILDREN", "MAINPID", "LIBRARY",
 		"WRITE_EMPTY", "RUN_STATUS", "FSYNC", "DUMP_GROWTH", "DUMP_LIMIT", "AGE",
+		"QUIET",
 	};
 	for (int k = 0; k < hp_nenv; k++) {
 		if (strncmp(hp_env[k], "HEAPPROF_", 9) != 0)
@@ -169,9 +171,12 @@ HP_RARE void
 heapprof__read_env(hp_config *c)
 {
 	scan_env();
-	check_env_names();
 	const char *v;
 	int64_t n;
+	/* First: it silences the warnings about the others too. */
+	if ((v = secure_getenv("HEAPPROF_QUIET")) && *v)
+		c->quiet = strcmp(v, "0") != 0;
+	check_env_names();
 	if ((v = secure_getenv("HEAPPROF_RATE")) && *v) {
 		if (heapprof__parse_size(v, &n) == 0)
 			c->rate = n;

@@ -11,7 +11,23 @@
  * progress, on a stack of its own), puts the default action back and
  * raises the signal again, so the process still dies of it (status 143,
  * 130, or timeout's 124). A signal that lands while the thread is inside
- * the profiler gets no profile (one warning) and kills as before.
+ * the profiler (a sampled malloc, a dump) is held: the handler notes it in
+ * the thread's held_sig and returns; hp_leave, when the thread leaves the
+ * profiler, raises it again, and the profile is written then. Nothing is
+ * printed: the program's stderr is the program's.
+ *
+ * Where a handler would change what the program sees, there is none:
+ *   - PID 1 of a PID namespace (a container's init): the kernel drops a
+ *     SIGTERM or SIGINT left at SIG_DFL there without waking anything; a
+ *     handler makes it deliverable, and nanosleep, poll or epoll_wait then
+ *     fail with EINTR. No handler there, unless HEAPPROF_SIGNAL names the
+ *     signal (the user asked for a profile at it).
+ *   - SIG_IGN, or a handler of the program's: left alone.
+ *   - No SA_ONSTACK: the program's alternate signal stack may be too small
+ *     for the signal frame (2 KiB, the old MINSIGSTKSZ, against AVX-512's
+ *     3.5 KiB frame): on it the kernel forced SIGSEGV where SIG_DFL ended
+ *     the process with SIGTERM. Our handlers run their dumps on a stack of
+ *     their own (serve/dump_stack.c) and need only the frame.
  *
  * To the program our handler IS the default action: sigaction(2),
  * signal(3) and their aliases are interposed, so a query reports SIG_DFL
@@ -34,6 +50,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
 
@@ -62,6 +79,14 @@ static int exit_on;          /* _exit dumps (and pushes the last interval) */
  * another pid and must not dump. */
 static _Atomic long self_pid HP_FORK_BSS;
 
+/* This process's pid, as the last fork handler saw it. */
+static long
+this_pid(void)
+{
+	long self = atomic_load(&self_pid);
+	return self ? self : heapprof__init_pid;
+}
+
 static int
 slot(int sig)
 {
@@ -80,12 +105,12 @@ HP_RARE static void
 ending_dump(int dump, const char *busy_msg)
 {
 	hp_tls *t = &heapprof__tls;
-	long self = atomic_load(&self_pid);
 	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire) ||
-	    (long)getpid() != (self ? self : heapprof__init_pid))
+	    (long)getpid() != this_pid())
 		return;
 	if (t->busy) {
-		heapprof__warn(busy_msg);
+		if (busy_msg)
+			heapprof__warn(busy_msg);
 		return;
 	}
 	int saved = errno;
@@ -109,21 +134,49 @@ ending_dump(int dump, const char *busy_msg)
 	errno = saved;
 }
 
-/* The first process of a PID namespace (a container's init, or the real
- * one): the kernel ignores SIGTERM and SIGINT there while their action is
- * the default one, and so the process runs on after our handler as it
- * would without it. The handler then writes the exit profile without
- * marking the process as exiting (later dumps and the real exit's profile
- * still come) and stays in place: each such signal writes it again. Marked
- * as exiting, such a process lost every later profile (rel.pid1.last). */
+/* When this thread's held signal was first held (CLOCK_MONOTONIC_COARSE
+ * ms): a thread that stays busy for good (a siglongjmp out of a handler
+ * that interrupted the profiler, RELIABILITY.md) would hold it for ever;
+ * the same signal once more, this long after, ends the process without a
+ * profile. Only the owning thread, in its handler. */
+#define HOLD_MAX_MS 10000
+static __thread int64_t held_since __attribute__((tls_model("initial-exec")));
+
+static int64_t
+coarse_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* SIGTERM or SIGINT, with our handler in place of the default action.
+ *
+ * The first process of a PID namespace gets this handler only when
+ * HEAPPROF_SIGNAL names the signal: the user asked for a profile at it.
+ * Without a handler the kernel would have ignored the signal there, so the
+ * process runs on: the profile is written without marking the process as
+ * exiting (later dumps and the real exit's profile still come) and the
+ * handler stays in place (rel.pid1.last). */
 static void
 on_ending(int sig, siginfo_t *si, void *uc)
 {
 	(void)si, (void)uc;
+	hp_tls *t = &heapprof__tls;
+	if (t->busy) {
+		/* Inside the profiler: held until hp_leave (the top). */
+		int64_t now = coarse_ms();
+		if (!t->held_sig) {
+			held_since = now;
+			t->held_sig = sig;
+			return;
+		}
+		if (now - held_since < HOLD_MAX_MS)
+			return;
+		/* Stuck inside: the default action without a profile. */
+	}
 	int survives = getpid() == 1;
-	ending_dump(survives ? 2 : 1,
-	            "SIGTERM or SIGINT arrived inside the profiler: "
-	            "no profile at this ending");
+	ending_dump(survives ? 2 : 1, NULL);
 	if (survives)
 		return;
 	/* The default action, now: the process dies of the signal. */
@@ -138,6 +191,19 @@ on_ending(int sig, siginfo_t *si, void *uc)
 	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
 }
 
+/* hp_leave, leaving the profiler with a signal held: that signal again,
+ * now. Our handler (or whatever the program has set since) takes it as it
+ * would have at the moment it arrived, had the thread been outside. */
+HP_RARE void
+heapprof__ending_held(hp_tls *t)
+{
+	int sig = t->held_sig;
+	t->held_sig = 0;
+	int saved = errno;
+	raise(sig);
+	errno = saved;
+}
+
 static int
 is_ours(const struct sigaction *a)
 {
@@ -149,8 +215,44 @@ our_action(struct sigaction *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->sa_sigaction = on_ending;
-	a->sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	a->sa_flags = SA_SIGINFO | SA_RESTART; /* no SA_ONSTACK: the top */
 	sigfillset(&a->sa_mask);
+}
+
+/* Whether our handler may stand in for SIG_DFL of signal slot k in
+ * process `pid`: not in a namespace's init, where SIG_DFL means ignored,
+ * unless the user named the signal in HEAPPROF_SIGNAL. */
+static int
+may_handle(int k, long pid)
+{
+	const int sigs[2] = {SIGTERM, SIGINT};
+	return ending_on[k] && (pid != 1 || heapprof__cfg.signal == sigs[k]);
+}
+
+/* Our handler where the action is SIG_DFL and may_handle says so; SIG_DFL
+ * back where ours is and may_handle says no (a fork child that became
+ * the init of a new namespace, unshare(CLONE_NEWPID)). */
+HP_RARE static void
+set_ours(long pid)
+{
+	const int sigs[2] = {SIGTERM, SIGINT};
+	for (int i = 0; i < 2; i++) {
+		struct sigaction cur, mine;
+		if (!ending_on[i] || call_sigaction(sigs[i], NULL, &cur) != 0)
+			continue;
+		if (is_ours(&cur)) {
+			if (!may_handle(i, pid)) {
+				memset(&mine, 0, sizeof(mine));
+				mine.sa_handler = SIG_DFL;
+				call_sigaction(sigs[i], &mine, NULL);
+			}
+		} else if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL &&
+		           may_handle(i, pid)) {
+			/* else ignored, or a handler: the program's */
+			our_action(&mine);
+			call_sigaction(sigs[i], &mine, NULL);
+		}
+	}
 }
 
 HP_RARE void
@@ -167,22 +269,23 @@ heapprof__ending_init(void)
 	real_sysv_signal = (signal_fn)dlsym(RTLD_NEXT, n_sysv_signal);
 	exit_on = heapprof__cfg.at_exit || heapprof__cfg.push[0];
 	const int sigs[2] = {SIGTERM, SIGINT};
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 2; i++)
 		ending_on[i] = heapprof__cfg.at_exit ||
 		               heapprof__cfg.signal == sigs[i];
-		struct sigaction cur, mine;
-		if (!ending_on[i] || call_sigaction(sigs[i], NULL, &cur) != 0 ||
-		    (cur.sa_flags & SA_SIGINFO) || cur.sa_handler != SIG_DFL)
-			continue; /* ignored, or a handler: the program's */
-		our_action(&mine);
-		call_sigaction(sigs[i], &mine, NULL);
-	}
+	set_ours(heapprof__init_pid);
 }
 
 HP_RARE void
 heapprof__ending_atfork_child(void)
 {
-	atomic_store(&self_pid, (long)getpid());
+	long pid = (long)getpid(), parent = this_pid();
+	atomic_store(&self_pid, pid);
+	/* The parent's held signal was the parent's. */
+	heapprof__tls.held_sig = 0;
+	/* The init of a namespace and its children differ (may_handle): only
+	 * there a system call to look. */
+	if ((pid == 1) != (parent == 1))
+		set_ours(pid);
 }
 
 /* ---------------------------------------------------- the interposers */
@@ -194,7 +297,8 @@ sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 	if (k < 0 || !ending_on[k])
 		return call_sigaction(sig, act, old);
 	struct sigaction mine;
-	if (act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL) {
+	if (act && !(act->sa_flags & SA_SIGINFO) && act->sa_handler == SIG_DFL &&
+	    may_handle(k, this_pid())) {
 		our_action(&mine);
 		act = &mine;
 	}

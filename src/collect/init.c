@@ -117,6 +117,8 @@ same_file(int fd)
 static void
 say(const char *msg)
 {
+	if (heapprof__cfg.quiet)
+		return;
 	int saved = errno;
 	/* open and writev are cancellation points; free(), which may warn,
 	 * is not: a pending cancel waits for the program's next one. */

@@ -447,7 +447,7 @@ heapprof__serve_start(void)
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = on_signal;
-		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART; /* no SA_ONSTACK: ending.c */
 		sigfillset(&sa.sa_mask);
 		sigaction(sig, &sa, &prev_action);
 		struct sigevent ev;
