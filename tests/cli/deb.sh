@@ -11,11 +11,14 @@
 #    to the binary), its man pages are gzip'd and render, and `dpkg -r`
 #    removes every file again;
 #  - deb.lintian: no error or warning (only where lintian is installed);
-#  - deb.system (only with HEAPPROF_TEST_DEB_SYSTEM=1, as root, where no
-#    heapprof package is installed: a CI machine): `apt-get install
-#    ./heapprof_*.deb`, then from a fresh directory `heapprof run --
-#    python3 -c 1` writes a profile, `man -w heapprof` and `pkg-config
-#    heapprof` find theirs, and the package is purged again.
+#  - deb.system (under CI=true, which CI sets on its fresh machine, or with
+#    HEAPPROF_TEST_DEB_SYSTEM=1; as root, where no heapprof package or
+#    /usr/bin/heapprof is there): `dpkg -i heapprof_*.deb` (no other
+#    package installed: its dependencies are the build's), then from a
+#    fresh directory `heapprof run -- python3 -c 1` writes a profile,
+#    `man -w heapprof` and `pkg-config heapprof` find theirs;
+#    deb.system_restored: purged again, dpkg's package list is what it
+#    was and no file of the package is left.
 # Prints PASS name / FAIL name / SKIP name: why.
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 FAILED=0
@@ -123,13 +126,15 @@ else
 	skip_tool lintian lintian
 fi
 
-if [ "${HEAPPROF_TEST_DEB_SYSTEM:-0}" != 1 ]; then
-	skip system "set HEAPPROF_TEST_DEB_SYSTEM=1 to install the package on this machine (and purge it)"
-elif [ "$(id -u)" -ne 0 ] || dpkg-query -W heapprof >/dev/null 2>&1; then
-	skip system "needs root and no heapprof package installed"
+if [ "${CI:-}" != true ] && [ "${HEAPPROF_TEST_DEB_SYSTEM:-0}" != 1 ]; then
+	skip system "installs the package into this system and purges it: runs under CI=true (CI's fresh machine) or with HEAPPROF_TEST_DEB_SYSTEM=1"
+elif [ "$(id -u)" -ne 0 ]; then
+	skip system "installing into the system needs root (CI runs as root)"
+elif dpkg-query -W -f '${Status}' heapprof 2>/dev/null | grep -q . || [ -e /usr/bin/heapprof ]; then
+	skip system "heapprof is already installed here (not touched)"
 else
-	cp "$DEB" "$T/fresh.deb" 2>/dev/null || cp "$DEB" "$T/"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y "$T/fresh.deb" >"$T/apt.log" 2>&1
+	dpkg-query -W -f '${Package} ${Version} ${Status}\n' | sort >"$T/pkgs.before"
+	DEBIAN_FRONTEND=noninteractive dpkg -i "$DEB" >"$T/apt.log" 2>&1
 	st=$?
 	mkdir -p "$T/sys"
 	PY=$(command -v python3)
@@ -141,9 +146,17 @@ else
 		pkg-config --exists heapprof heapprof-tools && { ! command -v man >/dev/null || man -w heapprof >/dev/null 2>&1; }; then
 		pass system
 	else
-		fail system "apt-get $st, run $st2: $(tail -3 "$T/apt.log") $(head -c 300 "$T/sys.log")"
+		fail system "dpkg -i $st, run $st2: $(tail -3 "$T/apt.log") $(head -c 300 "$T/sys.log")"
 	fi
-	DEBIAN_FRONTEND=noninteractive apt-get purge -y heapprof >>"$T/apt.log" 2>&1 ||
-		fail system_purge "$(tail -3 "$T/apt.log")"
+	dpkg-deb -c "$DEB" | awk '{print $6}' | sed 's|^\./|/|' | grep -v '/$' >"$T/files"
+	DEBIAN_FRONTEND=noninteractive dpkg --purge heapprof >>"$T/apt.log" 2>&1
+	st=$?
+	dpkg-query -W -f '${Package} ${Version} ${Status}\n' | sort >"$T/pkgs.after"
+	left=$(while read -r f; do [ -e "$f" ] && echo "$f"; done <"$T/files" | head -5)
+	if [ "$st" -eq 0 ] && cmp -s "$T/pkgs.before" "$T/pkgs.after" && [ -z "$left" ]; then
+		pass system_restored
+	else
+		fail system_restored "purge $st; $(diff "$T/pkgs.before" "$T/pkgs.after" | head -3) left: $left"
+	fi
 fi
 exit $FAILED

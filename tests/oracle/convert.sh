@@ -9,9 +9,12 @@
 #     and the full structural dump (ids, mappings, drop/keep frames). A
 #     numeric label of 0 cannot live in profile.proto (pprof drops it on
 #     decode, its own writer loses it too), so `"bytes"#[0]` is removed from
-#     pprof's side first. Other legacy files (CPU, contention, thread, Java)
-#     are not heap profiles: SKIP. `go tool pprof -raw -symbolize=none`
-#     prints the same listing for the text and for our proto.
+#     pprof's side first. Only heap texts are selected: the corpus's other
+#     legacy files (CPU, contention, thread, Java) are not heap profiles and
+#     are not this test's (they were 17 SKIP lines). If the corpus holds no
+#     heap text at all, the selection is broken: FAIL. `go tool pprof -raw
+#     -symbolize=none` prints the same listing for the text and for our
+#     proto.
 #  2. The jemalloc dump agrees with `jeprof --text --show_bytes` totals for
 #     all four types, within one unit per sample (jeprof keeps the
 #     unsampled values as floating point; we truncate each).
@@ -37,19 +40,14 @@ gopprof() {
 norm0() { sed 's/"bytes"#\[0\]\[\]//; s/,}/}/; s/{,/{/'; }
 
 # ---------------------------------------------------------- 1. legacy text
+nlegacy=0
 for f in $(find "$CORPUS" -type f | sort); do
 	case $f in *.string|*LICENSE|*SOURCE|*README.md) continue ;; esac
 	name=convert_legacy_$(basename "$f")
 	hdr=$(first_line "$f" | tr -d '\0')
 	case $hdr in
-	*"heap profile:"*) ;;
-	*)
-		# pprof_testdata also holds other legacy kinds (CPU, contention,
-		# thread, Java heapz); the rest of the corpus is profile.proto.
-		case $f in */pprof_testdata/*)
-			skip "$name" "legacy profile of another kind (not heap text)" ;;
-		esac
-		continue ;;
+	*"heap profile:"*) nlegacy=$((nlegacy + 1)) ;;
+	*) continue ;; # profile.proto, or a legacy profile of another kind
 	esac
 	if ! "$HEAPPROF" convert "$f" --raw -o "$TMPD/o.pb" 2>"$TMPD/err"; then
 		fail "$name" "convert failed: $(cat "$TMPD/err")"
@@ -80,6 +78,8 @@ for f in $(find "$CORPUS" -type f | sort); do
 	fi
 	[ $ok = 1 ] && pass "$name"
 done
+if [ $nlegacy -ge 1 ]; then pass convert_legacy_selected
+else fail convert_legacy_selected "no legacy heap text (first line 'heap profile:') in $CORPUS"; fi
 
 # gzip'd legacy input, from stdin, to stdout: the same profile.
 G=$CORPUS/gperftools/gperf_api.0002.heap
@@ -136,6 +136,8 @@ for f in "$CORPUS"/jemalloc/*; do
 	done
 	[ $ok = 1 ] && pass "$name"
 done
+if [ $nlegacy -ge 1 ]; then pass convert_legacy_selected
+else fail convert_legacy_selected "no legacy heap text (first line 'heap profile:') in $CORPUS"; fi
 
 # -------------------------------------------------- 3. pprof -> legacy text
 for f in "$CORPUS"/go/go_heap_*.pb.gz "$CORPUS"/go/go_allocs_basic.pb.gz \

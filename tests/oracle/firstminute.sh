@@ -175,16 +175,49 @@ fi
 s1=$?
 "$H" run -o "$TMPD/x.pb.gz" -- sh -c 'kill -TERM $$' 2>/dev/null
 s2=$?
-"$H" run -o "$TMPD/x.pb.gz" -- sleep 60 2>/dev/null &
+if [ $s1 -eq 3 ] && [ $s2 -eq 143 ]; then
+	pass firstminute.run_status_and_signals
+else
+	fail firstminute.run_status_and_signals "exit 3 -> $s1, TERM -> $s2"
+fi
+# TERM sent to heapprof alone: the program's own handler must see it (it
+# writes term.got and exits 7, which heapprof passes on). Not forwarded,
+# heapprof would die of it (143, what this check used to accept) and the
+# program would run on. The program says when its handler is in place.
+rm -f "$TMPD/term.ready" "$TMPD/term.got"
+"$H" run -o "$TMPD/x.pb.gz" -- sh -c 'trap "kill \$s; echo got >\"\$0/term.got\"; exit 7" TERM
+	sleep 60 & s=$!; echo ready >"$0/term.ready"; wait $s' "$TMPD" 2>/dev/null &
 hp=$!
-sleep 2
+i=0
+while [ ! -f "$TMPD/term.ready" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
 kill -TERM $hp
 wait $hp
 s3=$?
-if [ $s1 -eq 3 ] && [ $s2 -eq 143 ] && [ $s3 -eq 143 ]; then
-	pass firstminute.run_status_and_signals
+if [ $s3 -eq 7 ] && [ -f "$TMPD/term.got" ]; then
+	pass firstminute.run_forwards_term
 else
-	fail firstminute.run_status_and_signals "exit 3 -> $s1, TERM -> $s2, forwarded TERM -> $s3"
+	fail firstminute.run_forwards_term "status $s3 (want 7, the program's), handler ran: $([ -f "$TMPD/term.got" ] && echo yes || echo no)"
+fi
+# A program that dies of the forwarded TERM: heapprof dies of it too, and
+# the program is gone (not left running, as when TERM is not forwarded).
+rm -f "$TMPD/term.pid"
+"$H" run -o "$TMPD/x.pb.gz" -- sh -c 'echo $$ >"$0/term.pid.tmp"; mv "$0/term.pid.tmp" "$0/term.pid"; exec sleep 60' \
+	"$TMPD" 2>/dev/null &
+hp=$!
+i=0
+while [ ! -f "$TMPD/term.pid" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+cpid=$(cat "$TMPD/term.pid" 2>/dev/null)
+# the pid is written before exec: wait until it is sleep
+i=0
+while [ "$(cat "/proc/$cpid/comm" 2>/dev/null)" != sleep ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+kill -TERM $hp
+wait $hp
+s4=$?
+if [ $s4 -eq 143 ] && [ -n "$cpid" ] && ! kill -0 "$cpid" 2>/dev/null; then
+	pass firstminute.run_forwarded_term_kills
+else
+	fail firstminute.run_forwarded_term_kills "status $s4 (want 143), program $cpid $(kill -0 "$cpid" 2>/dev/null && echo still running)"
+	[ -n "$cpid" ] && kill "$cpid" 2>/dev/null
 fi
 printf '#include <stdlib.h>\nint main(void) { return malloc(100000) == 0; }\n' >"$TMPD/st.c"
 if gcc -static -o "$TMPD/static" "$TMPD/st.c" 2>/dev/null; then

@@ -17,12 +17,13 @@
 # thread's stack (run_td); a forked child that does not exit within
 # SAN_CHILD_SECS (120), or that uses no CPU for SAN_CHILD_IDLE (10) seconds,
 # gets SIGABRT, on which the sanitizer prints its stack
-# (handle_abort=1), and fails the run unless, under TSan, it is blocked in
-# the runtime's own allocator, whose locks LLVM 14's TSan does not hold
-# across fork (tests/sanitize/driver_child.c): that stalled a run here,
-# the child in FutexWait <- GetFromAllocator <- realloc in its dump, its
-# parent in waitpid, until the 600 s timeout. .child_hang checks that a
-# stuck child ends the run with its stack.
+# (handle_abort=1), and fails the run, also when, under TSan, it is blocked
+# in the runtime's own allocator, whose locks LLVM 14's TSan does not hold
+# across fork (tests/sanitize/driver_child.c; seen once: the child in
+# FutexWait <- GetFromAllocator <- realloc in its dump, its parent in
+# waitpid, until the 600 s timeout; the failure names the cause). Until
+# issue 34 such a child was counted and the run passed. .child_hang checks
+# that a stuck child ends the run with its stack.
 #   SAN_SECONDS  phase-1 wall time per variant (default 5)
 . "$(dirname "$0")/lib.sh"
 oracle_tmpdir
@@ -57,8 +58,8 @@ for v in tsan asan ubsan; do
 		fi
 		continue
 	fi
-	# The rule that tells a child stuck in TSan's own allocator (which
-	# does not fail the run) from any other stuck child, on four reports.
+	# The rule that tells a child stuck in TSan's own allocator from any
+	# other stuck child (it words the failure), on four reports.
 	if [ $v = tsan ]; then
 		run_t "rel.sanitize.tsan.classify" 60 "$bin" classify >"$TMPD/classify" 2>&1 &&
 			if grep -q "^classify: ok" "$TMPD/classify"; then
@@ -85,8 +86,6 @@ for v in tsan asan ubsan; do
 		grep -a -v "^ *$" | tr '\n' ' ' | cut -c1-900)
 	if [ $RC -eq 0 ] && [ -z "$rep" ] && grep -q ": ok$" "$d/out"; then
 		pass "rel.sanitize.$v"
-		grep -q "([1-9][0-9]* stuck in" "$d/out" &&
-			echo "  rel.sanitize.$v: note: $(grep -a -m1 'blocked in the sanitizer' "$d/err")" >&2
 	else
 		fail "rel.sanitize.$v" "status $RC: ${rep:-$(grep -a -m3 'FAIL' "$d/err" | tr '\n' ' ')}"
 		continue
@@ -105,12 +104,12 @@ for v in tsan asan ubsan; do
 		"$bin" "$SECS" 3 >"$d/exit/out" 2>"$d/exit/err" || continue
 	rep=$(grep -a -m1 -A12 "WARNING: ThreadSanitizer\|ERROR: AddressSanitizer\|runtime error:" "$d/exit/err" |
 		grep -a -v "^ *$" | tr '\n' ' ' | cut -c1-900)
-	# A dump in progress (the dumper's, the periodic one, the endpoint's)
-	# may outlast the 5 s the exit dump waits for it, which then writes
-	# nothing and says so (by design: exit never waits long). Under ASan
-	# with DWARF names on a loaded machine: 3 runs in 10 here.
-	if [ $RC -eq 0 ] && [ -z "$rep" ] && { [ -s "$(ls "$d"/exit/out.*.pb.gz 2>/dev/null | head -1)" ] ||
-		grep -q "a dump in progress did not end within 5 s: no exit profile" "$d/exit/err"; }; then
+	# The exit profile is required: a dump in progress that outlasts the
+	# 5 s the exit dump waits for it (by design: exit never waits long)
+	# leaves none and says so, and that used to pass (issue 34). It did
+	# under ASan with DWARF names on a loaded machine, 3 runs in 10 (none
+	# in 12 runs, 6 with DWARF names, 6 with symbol tables, on issue 34's).
+	if [ $RC -eq 0 ] && [ -z "$rep" ] && [ -s "$(ls "$d"/exit/out.*.pb.gz 2>/dev/null | head -1)" ]; then
 		pass "rel.sanitize.$v.exit"
 	else
 		fail "rel.sanitize.$v.exit" "status $RC, no exit profile or: ${rep:-$(grep -a -m3 'FAIL\|heapprof' "$d/exit/err" | tr '\n' ' ')}"
@@ -125,7 +124,7 @@ for v in tsan asan ubsan; do
 		SAN_CHILD_HANG=1 SAN_CHILD_IDLE=3 SAN_TMPDIR="$d/hang" \
 		HEAPPROF_OUT="$d/hang/out.%p.pb.gz" \
 		"$bin" 1 2 >"$d/hang/out" 2>"$d/hang/err" || continue
-	if [ $RC -eq 1 ] && grep -q "FAIL: child 1 (pid [0-9]*) stuck (.*); its stack" "$d/hang/err" &&
+	if [ $RC -eq 1 ] && grep -q "FAIL: child 1 (pid [0-9]*) stuck.* (.*); its stack" "$d/hang/err" &&
 		grep -q "#[0-9]* .*child .*sanitize/driver.c:[0-9]" "$d/hang/err"; then
 		pass "rel.sanitize.$v.child_hang"
 	else

@@ -22,7 +22,6 @@ void *push_server(void *listen_fd);     /* answers pushes until stop_push */
 void reexec_for_push(char **argv);      /* never returns */
 
 /* driver_child.c */
-extern _Atomic int stuck_known;  /* children stuck in the runtime's allocator */
 void child_stderr(const char *path);                 /* in the child */
 void child_wait(pid_t c, int k, const char *errpath); /* bounded; counts */
 int child_classify_selftest(void);                   /* `driver classify` */
