@@ -427,8 +427,10 @@ cli_run_child(char **argv, int exit_dump)
 	}
 	child_pid = 0;
 	long empty = status_count();
+	/* A stream (/dev/null, a FIFO, /dev/stdout) has no files to list. */
+	int stream = tmpl && heapprof__out_stream(tmpl) != HP_OUT_FILE;
 	if (!exec_errno && tmpl)
-		report_empty(empty, report_files(tmpl, &since), tmpl,
+		report_empty(empty, stream ? 1 : report_files(tmpl, &since), tmpl,
 		             exit_dump && WIFEXITED(status));
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

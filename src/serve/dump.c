@@ -136,6 +136,7 @@ dump_locked(const char *path_or_null)
 	}
 	if (rc == 0)
 		rc = write_file(path, path_or_null == NULL);
+	hp_fork_dirty(); /* a fork child that dumps writes its exit profile too */
 	if (rc != 0 && rc != -ECANCELED && !atomic_exchange(&write_warned, 1)) {
 		char msg[4400];
 		snprintf(msg, sizeof(msg),
@@ -490,6 +491,18 @@ nothing_sampled(void)
 	                            memory_order_relaxed) == 0;
 }
 
+/* A fork child that sampled nothing since the fork, dumped nothing and
+ * was asked for no dump: its exit profile would be its parent's records
+ * (which the parent writes), at the cost of a whole dump in every child
+ * of a program that forks and exits in a loop. Counted as a process
+ * without samples (`heapprof run`'s summary; --write-empty writes it). */
+HP_RARE static int
+nothing_since_fork(void)
+{
+	return atomic_load_explicit(&heapprof__fork_clean, memory_order_relaxed) &&
+	       !atomic_load(&pending);
+}
+
 /* Tells `heapprof run` that this process wrote no exit profile: one byte
  * appended to HEAPPROF_RUN_STATUS, a file the run created (an absolute
  * path; never created here, no symbolic link followed, never blocks).
@@ -513,7 +526,8 @@ note_no_profile(void)
 static void
 exit_profile(int note)
 {
-	if (!heapprof__cfg.write_empty && nothing_sampled()) {
+	if (!heapprof__cfg.write_empty &&
+	    (nothing_sampled() || nothing_since_fork())) {
 		if (note)
 			note_no_profile();
 	} else if (lock_bounded(EXIT_WAIT_MS)) {
@@ -649,6 +663,7 @@ api_snapshot(heapprof_write_fn *write_fn, void *arg, const hp_snap_opts *o)
 	pthread_mutex_lock(&dump_lock);
 	pid_t me = getpid();
 	int rc = heapprof__snapshot_write_ex(write_fn, arg, o);
+	hp_fork_dirty();
 	run_due_locked();
 	unlock_from(me);
 	cancel_restore(cs);
