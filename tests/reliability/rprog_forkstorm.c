@@ -11,6 +11,8 @@
  *                were reaped (a program doing its work between signals).
  *   alloc N      N rounds; each child allocates 8 MiB in child_site
  *                (sampled at any rate) before exit(0).
+ *   wide N       no fork: N allocations of N distinct sizes, each freed at
+ *                once (at rate 1, N records: a profile of N samples).
  *   busy S K     K children that allocate (child_site) and exit, then S
  *                seconds of allocation in the parent (periodic dumps are
  *                taken by sampled allocations).
@@ -158,6 +160,9 @@ main(int argc, char **argv)
 		setitimer(ITIMER_REAL, &off, NULL);
 		while (wait(NULL) > 0 || errno == EINTR)
 			;
+	} else if (!strcmp(mode, "wide")) {
+		for (long i = 0; i < n; i++)
+			free(parent_site((int)(i % SITES), 16 + (size_t)i * 8));
 	} else if (!strcmp(mode, "busy") && argc > 3) {
 		long k = strtol(argv[3], NULL, 10);
 		for (long i = 0; i < k && !bad; i++) {
