@@ -17,6 +17,8 @@
 #   rel.streams.stdout.{preload,run}   stdout redirected to a file: it
 #                      holds >= 5 whole profiles one after another, each
 #                      decodes; nothing new in /dev
+#   rel.streams.cli.{null,stdout}  `heapprof convert -o /dev/null` (or
+#                      /dev/stdout): no temporary file renamed over it
 #   rel.streams.fifo.top   `heapprof top FIFO` reads a 125 KB profile whole
 #                      (passed before too: this reader keeps up)
 #   rel.streams.fifo.slow  a reader with a one-page pipe buffer gets it
@@ -54,10 +56,10 @@ if [ -z "$SAME_DEV" ]; then
 	ln -s /proc/self/fd/1 /dev/stdout
 	ln -s /proc/self/fd/2 /dev/stderr
 fi
-ls -A /dev >"$d/$name.before"
+find /dev -maxdepth 1 -printf '%y %p\n' | sort >"$d/$name.before"
 "$@"
 rc=$?
-ls -A /dev >"$d/$name.after"
+find /dev -maxdepth 1 -printf '%y %p\n' | sort >"$d/$name.after"
 exit $rc
 EOF
 if unshare -m true 2>/dev/null; then
@@ -68,7 +70,7 @@ else
 	PRIVDEV=
 fi
 
-# same_dev NAME: /dev's entries unchanged
+# same_dev NAME: /dev's entries and their types unchanged
 same_dev() {
 	if [ -s "$d/$1.before" ] && cmp -s "$d/$1.before" "$d/$1.after"; then
 		return 0
@@ -133,6 +135,26 @@ else
 			pass rel.streams.$n
 		else
 			fail rel.streams.$n "status $RC (vs $BRC); $why; $(head -c 300 "$d/$n.err")"
+		fi
+	done
+fi
+
+# The CLI's own output (-o) names a stream too: /dev/null stays the
+# device, /dev/stdout redirected to a file gets the profile.
+if [ -n "$PRIVDEV" ] && run_t rel.streams.cli.prep 60 env HEAPPROF_RATE=1 \
+	HEAPPROF_OUT="$d/one.pb.gz" LD_PRELOAD="$LIB" "$P" loop 0 >/dev/null 2>&1; then
+	for o in null stdout; do
+		n=cli.$o
+		run_t rel.streams.$n 60 $PRIVDEV $n "$HEAPPROF" convert "$d/one.pb.gz" --to pprof \
+			-o /dev/$o >"$d/$n.bin" 2>"$d/$n.err" || continue
+		why=
+		if [ $RC = 125 ]; then
+			skip rel.streams.$n "the private /dev could not be set up: $(head -c 200 "$d/$n.err")"
+		elif [ $RC = 0 ] && why=$(same_dev $n) &&
+			{ [ $o = null ] || why=$(members $n "$d/$n.bin" 1); }; then
+			pass rel.streams.$n
+		else
+			fail rel.streams.$n "status $RC; $why; $(head -c 300 "$d/$n.err")"
 		fi
 	done
 fi
