@@ -213,23 +213,32 @@ dump_fn(void *path)
 	return dump_locked(path);
 }
 
-/* One file, with dump_lock held. SIGXFSZ is blocked meanwhile, so a
- * file-size limit fails the write with EFBIG (one warning) instead of
- * killing the program; a SIGXFSZ our write raised is discarded, one that
- * was already pending for the program is left alone. */
+/* One file, with dump_lock held. SIGXFSZ and SIGPIPE are blocked
+ * meanwhile, so a file-size limit fails the write with EFBIG, and a stream
+ * whose reader has gone (HEAPPROF_OUT=/dev/stdout into `| head`, a FIFO)
+ * with EPIPE (one warning), instead of killing the program; such a signal
+ * our write raised is discarded, one that was already pending for the
+ * program is left alone. */
 static int
 dump_file(const char *path, int own_stack)
 {
-	sigset_t xfsz, old, pend;
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-	int was_pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
+	static const int sigs[] = {SIGXFSZ, SIGPIPE};
+	sigset_t block, old, pend;
+	sigemptyset(&block);
+	for (int i = 0; i < 2; i++)
+		sigaddset(&block, sigs[i]);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	int have_pend = sigpending(&pend) == 0;
 	int rc = own_stack ? heapprof__on_dump_stack(dump_fn, (void *)path)
 	                   : dump_locked(path);
-	if (!was_pending) {
+	for (int i = 0; i < 2; i++) {
+		if (have_pend && sigismember(&pend, sigs[i]))
+			continue;
+		sigset_t one;
+		sigemptyset(&one);
+		sigaddset(&one, sigs[i]);
 		struct timespec zero = {0, 0};
-		while (sigtimedwait(&xfsz, NULL, &zero) == SIGXFSZ)
+		while (sigtimedwait(&one, NULL, &zero) == sigs[i])
 			;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

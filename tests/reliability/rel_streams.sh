@@ -17,6 +17,8 @@
 #   rel.streams.stdout.{preload,run}   stdout redirected to a file: it
 #                      holds >= 5 whole profiles one after another, each
 #                      decodes; nothing new in /dev
+#   rel.streams.stdout.epipe  stdout a pipe without a reader: status 0,
+#                      not death by SIGPIPE
 #   rel.streams.cli.{null,stdout}  `heapprof convert -o /dev/null` (or
 #                      /dev/stdout): no temporary file renamed over it
 #   rel.streams.fifo.top   `heapprof top FIFO` reads a 125 KB profile whole
@@ -137,6 +139,23 @@ else
 			fail rel.streams.$n "status $RC (vs $BRC); $why; $(head -c 300 "$d/$n.err")"
 		fi
 	done
+fi
+
+# /dev/stdout, a pipe whose reader has gone (`| head`): the dump fails
+# (EPIPE, one warning), the program is not killed by SIGPIPE.
+if [ -n "$PRIVDEV" ]; then
+	n=stdout.epipe
+	if run_t rel.streams.$n 60 $PRIVDEV $n $SC nopipe env QUIET=1 HEAPPROF_RATE=1 \
+		HEAPPROF_OUT=/dev/stdout LD_PRELOAD="$LIB" "$P" wide 2000 2>"$d/$n.err"; then
+		why=
+		if [ $RC = 125 ]; then
+			skip rel.streams.$n "the private /dev could not be set up: $(head -c 200 "$d/$n.err")"
+		elif [ $RC = 0 ] && why=$(same_dev $n); then
+			pass rel.streams.$n
+		else
+			fail rel.streams.$n "status $RC (0 without the profiler); $why; $(head -c 300 "$d/$n.err")"
+		fi
+	fi
 fi
 
 # The CLI's own output (-o) names a stream too: /dev/null stays the

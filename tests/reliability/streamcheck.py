@@ -10,6 +10,8 @@ to stdout, issue 29 item 6).
   slowcat FIFO OUT   a slow reader: opens FIFO, shrinks its buffer to one
                      page, and copies it to OUT a page at a time, a
                      millisecond apart, until end-of-file.
+  nopipe CMD...      runs CMD with stdout a pipe whose reader has gone;
+                     exits with its status (128 + N if killed by N).
   split FILE PREFIX  FILE as a sequence of whole gzip members (profiles
                      written one after another); writes each to
                      PREFIX.N.pb.gz and prints how many. Exit 1 if FILE
@@ -56,6 +58,13 @@ def slowcat(fifo, out):
     return 0
 
 
+def nopipe(cmd):
+    r, w = os.pipe()
+    os.close(r)
+    rc = subprocess.call(cmd, stdout=w)
+    return 128 - rc if rc < 0 else rc
+
+
 def split(path, prefix):
     data = open(path, "rb").read()
     n = 0
@@ -87,6 +96,8 @@ def split(path, prefix):
 def main():
     if len(sys.argv) > 3 and sys.argv[1] == "hold":
         return hold(sys.argv[2], sys.argv[3:])
+    if len(sys.argv) > 2 and sys.argv[1] == "nopipe":
+        return nopipe(sys.argv[2:])
     if len(sys.argv) == 4 and sys.argv[1] == "slowcat":
         return slowcat(sys.argv[2], sys.argv[3])
     if len(sys.argv) == 4 and sys.argv[1] == "split":
