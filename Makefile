@@ -67,11 +67,12 @@ $(B)/obj/%.o: %.c
 # /bin/true ~60 k instructions of lookups).
 # snapshot.c, loaded_ids.c and age_split.c run only in dumps (on the dump stack, the
 # endpoint's thread, or an API caller's stack, which the encoder needs
-# anyway): lazy. So do
+# anyway): lazy. So do unloaded.c and unload_hook.c (dumps, and the
+# program's dlclose, never inside malloc), and
 # config.c and parse.c, which run once, in the constructor: a process
 # binds only the few of their calls it makes (101 -> 76 symbols bound at
 # load; /bin/true +104 k -> +90 k instructions, BENCHMARKS.md).
-EAGER_OBJ := $(filter-out %/snapshot.o %/loaded_ids.o %/age_split.o %/config.o,$(COLLECT_OBJ)) \
+EAGER_OBJ := $(filter-out %/snapshot.o %/loaded_ids.o %/age_split.o %/config.o %/unloaded.o %/unload_hook.o,$(COLLECT_OBJ)) \
 	$(filter-out %/parse.o,$(COMMON_OBJ)) $(B)/obj/src/serve/dump.o $(B)/obj/src/serve/dump_stack.o
 $(EAGER_OBJ): ALLCFLAGS += -fno-plt
 SO_OBJ  := $(LIB_OBJ)
@@ -91,9 +92,10 @@ SO_LIBS := -Wl,--exclude-libs,libz.a -Wl,-Bstatic -lz -Wl,-Bdynamic -ldl -lpthre
 $(B)/libheapprof.so: $(SO_OBJ) src/collect/exports.map
 	$(CC) -shared -Wl,-z,nodelete -Wl,--sort-section=name -Wl,-fini=heapprof__fini -Wl,--version-script=src/collect/exports.map -o $@ $(SO_OBJ) $(SO_LIBS)
 
-# The static library leaves the program's signals and _exit alone
-# (src/collect/ending.c: a fully static link would define _exit twice).
-$(B)/libheapprof.a: $(filter-out %/ending.o,$(LIB_OBJ))
+# The static library leaves the program's signals, _exit and dlclose alone
+# (src/collect/ending.c, unload_hook.c: a fully static link would define
+# _exit and dlclose twice).
+$(B)/libheapprof.a: $(filter-out %/ending.o %/unload_hook.o,$(LIB_OBJ))
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -142,6 +144,7 @@ RTEST_CC := $(wildcard tests/reliability/rprog_*.cc)
 RTEST_BIN := $(patsubst tests/reliability/%.c,$(B)/tests/%,$(RTEST_C)) \
 	$(patsubst tests/reliability/%.cc,$(B)/tests/%,$(RTEST_CC)) \
 	$(B)/tests/librchurn.so $(B)/tests/liboldmremap.so \
+	$(B)/tests/libplug_a.so $(B)/tests/libplug_b.so \
 	$(B)/tests/rprog_secure_linked \
 	$(B)/tests/rprog_numbers_linked \
 	$(B)/tests/rprog_range_linked $(B)/tests/rprog_sigexit_linked \
@@ -173,6 +176,14 @@ $(B)/tests/liboldmremap.so: tests/reliability/rlib_oldmremap.c
 $(B)/tests/librchurn.so: tests/reliability/rlib_churn.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O1 -g -fPIC -shared $(WARN) -o $@ $<
+# libplug_a.so and libplug_b.so (rel_plugins.sh): one source, one layout,
+# two function names.
+$(B)/tests/libplug_a.so: tests/reliability/rlib_plug.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O1 -g -fPIC -shared $(WARN) -DPLUG_FN=a_alloc_site -o $@ $<
+$(B)/tests/libplug_b.so: tests/reliability/rlib_plug.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O1 -g -fPIC -shared $(WARN) -DPLUG_FN=innocent_libb_function -o $@ $<
 $(B)/tests/rprog_secure_linked: tests/reliability/rprog_secure.c $(B)/libheapprof.a
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -o $@ $< $(B)/libheapprof.a $(LIBS)
@@ -229,8 +240,17 @@ $(B)/examples/leaky: examples/leaky.c
 # Debian packages: what building needs, and what the tests need on top.
 DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libdw-dev
 # libunwind8: only the HEAPPROF_UNWIND=libunwind opt-in, compared in tests.
+# Every tool a test uses is here: under CI=true a skip for a missing tool
+# fails (tests/run.sh). curl (endpoint tests), strace, gdb (rel_sigalloc,
+# hang dumps), valgrind, nodejs and npm (flame's browser suite drives
+# chromium with playwright-core from npm; NodeSource's nodejs provides
+# npm), lintian (deb.sh), binutils (readelf, objdump, nm), git, man-db;
+# libgoogle-perftools-dev and libjemalloc-dev: tests/corpus/gen.sh writes
+# gperftools and jemalloc dumps with them (jeprof reads the latter).
 DEBS_TEST  := libunwind8 golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
-	python3 sqlite3 procps chromium libjemalloc-dev groff-base
+	python3 sqlite3 procps chromium libjemalloc-dev groff-base \
+	curl strace gdb valgrind nodejs npm lintian binutils git man-db libc6-dev \
+	libgoogle-perftools-dev libtcmalloc-minimal4 redis-server redis-tools
 deps:
 	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh
 deps-test:
@@ -293,7 +313,7 @@ SAN_FLAGS := -std=c11 -D_GNU_SOURCE $(WARN) -O1 -g -fno-omit-frame-pointer \
 	-Isrc/serve -MMD -MP
 # What the capture half links: no src/ops, no legacy-format readers.
 SAN_SRC := $(COMMON_SRC) $(filter-out src/legacy/legacy_%,$(FORMAT_SRC)) $(SERVE_SRC) \
-	$(filter-out src/collect/interpose.c src/collect/bootstrap.c src/collect/ending.c,$(COLLECT_SRC)) \
+	$(filter-out src/collect/interpose.c src/collect/bootstrap.c src/collect/ending.c src/collect/unload_hook.c,$(COLLECT_SRC)) \
 	tests/sanitize/hp_entry.c tests/sanitize/hp_boot.c
 define SAN_RULES
 $(B)/sanitize/$(1)/obj/%.o: %.c

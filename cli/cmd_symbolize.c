@@ -255,9 +255,16 @@ run(struct opts *o, pprof_dec *d)
 		cli_err("symbolize: %s: %s", o->in, heapprof_strerror(rc));
 		return 1;
 	}
-	rc = heapprof__pprof_dec_open(d, buf, len);
+	/* Every sample decoded first (its values, its locations), as every
+	 * other subcommand does: a profile go tool pprof would reject is
+	 * refused, not passed on. */
+	rc = heapprof__pprof_check(d, buf, len);
 	if (rc < 0) {
-		cli_err("symbolize: %s: %s", o->in, heapprof_strerror(rc));
+		if (d->fault[0])
+			cli_err("symbolize: %s: %s: %s", o->in,
+			        heapprof_strerror(rc), d->fault);
+		else
+			cli_err("symbolize: %s: %s", o->in, heapprof_strerror(rc));
 		free(buf);
 		return 1;
 	}

@@ -504,9 +504,11 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
         const char *sample_index, long max_nodes)
 {
 	pprof_dec *d = &t->d;
-	int rc = heapprof__pprof_dec_open(d, buf, len);
+	/* Every sample checked first: a malformed one is the error, not
+	 * the empty view it would make. */
+	int rc = heapprof__pprof_check(d, buf, len);
 	if (rc) {
-		cli_open_error("top", path, buf, len, rc);
+		cli_open_error("top", path, buf, len, rc, d->fault);
 		return 1;
 	}
 	long vi = cli_pick_sample_index(d, "top", sample_index);

@@ -418,13 +418,15 @@ looks_like_text(const uint8_t *p, size_t n)
 
 void
 cli_open_error(const char *cmd, const char *path, const uint8_t *buf,
-               size_t len, int rc)
+               size_t len, int rc, const char *fault)
 {
 	if (rc != HEAPPROF_EEMPTY && looks_like_text(buf, len))
 		cli_err("%s: %s: this looks like a legacy text profile; "
 		        "%s reads profile.proto only (convert it with "
 		        "`go tool pprof -proto %s > out.pb.gz`)",
 		        cmd, path, cmd, path);
+	else if (fault && fault[0])
+		cli_err("%s: %s: %s: %s", cmd, path, heapprof_strerror(rc), fault);
 	else
 		cli_err("%s: %s: %s", cmd, path, heapprof_strerror(rc));
 }
@@ -459,8 +461,10 @@ cli_prof_load(cli_prof *p, const char *cmd, const char *path)
 		cli_err("%s: %s: %s", cmd, path, heapprof_strerror(rc));
 		return 1;
 	}
-	if ((rc = heapprof__pprof_dec_open(&p->d, p->buf, p->len))) {
-		cli_open_error(cmd, path, p->buf, p->len, rc);
+	/* Every sample decoded before anything is said of the values (a
+	 * sample with too few values read as an empty profile). */
+	if ((rc = heapprof__pprof_check(&p->d, p->buf, p->len))) {
+		cli_open_error(cmd, path, p->buf, p->len, rc, p->d.fault);
 		return 1;
 	}
 	if ((rc = cli_names_build(&p->nm, &p->d))) {

@@ -75,10 +75,11 @@ int cli_note_empty_inuse(pprof_dec *d, const char *cmd, const char *path,
 long cli_pick_nonempty_index(pprof_dec *d, const char *cmd, const char *path,
                              const char *want);
 
-/* Prints why heapprof__pprof_dec_open() failed with rc on buf[0..len) read
- * from path: "CMD: PATH: error", or a hint for legacy text profiles. */
+/* Prints why decoding (heapprof__pprof_check) failed with rc on
+ * buf[0..len) read from path: "CMD: PATH: error: fault" (fault: the
+ * decoder's detail, or NULL), or a hint for legacy text profiles. */
 void cli_open_error(const char *cmd, const char *path, const uint8_t *buf,
-                    size_t len, int rc);
+                    size_t len, int rc, const char *fault);
 
 /* Reads path ("-": stdin) as cli_read_file does; a legacy text heap
  * profile (heapprof's --text output, gperftools, Go's debug=1) comes back

@@ -40,16 +40,22 @@ cli_run_absolute_output(void)
 		t = f && !strcmp(f, "text") ? "heapprof.%p.%n.heap"
 		                            : "heapprof.%p.%n.pb.gz";
 	}
-	/* -i or -s: several files, numbered as the library will (%n). */
+	/* -i, -s, --dump-growth or --dump-limit: several files, numbered as
+	 * the library will (%n); their values were checked by cmd_run. */
 	char numbered[PATH_MAX];
 	const char *iv = getenv("HEAPPROF_INTERVAL"), *sv = getenv("HEAPPROF_SIGNAL");
+	const char *gv = getenv("HEAPPROF_DUMP_GROWTH"), *lv = getenv("HEAPPROF_DUMP_LIMIT");
+	int64_t grow = 0;
+	if (gv && heapprof__parse_size(gv, &grow) != 0)
+		grow = 0;
+	int other = grow > 0 || (lv && *lv && strtod(lv, NULL) > 0);
 	int64_t secs = 0;
 	int sig = 0;
 	if (iv && heapprof__parse_size(iv, &secs) != 0)
 		secs = 0;
 	if (sv && heapprof__parse_signal(sv, &sig) != 0)
 		sig = 0;
-	if (heapprof__many_files(secs, sig) &&
+	if (heapprof__many_files(secs, sig, other) &&
 	    (size_t)snprintf(numbered, sizeof(numbered), "%s", t) < sizeof(numbered) &&
 	    heapprof__tmpl_add_seq(numbered, sizeof(numbered)) == 1)
 		t = numbered;

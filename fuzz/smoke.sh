@@ -9,14 +9,14 @@ cd "$(dirname "$0")/.." || exit 2
 secs=${FUZZ_SECONDS:-30}
 cc=${FUZZ_CC:-clang}
 if ! command -v "$cc" >/dev/null 2>&1; then
-	echo "SKIP fuzz_smoke: $cc not installed (apt-get install clang libclang-rt-14-dev)"
+	echo "SKIP fuzz_smoke: missing tool $cc (Debian package clang; make test installs it)"
 	exit 0
 fi
 probe=$(mktemp -d)
 printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n){(void)d;(void)n;return 0;}\n' >"$probe/p.c"
 if ! "$cc" -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" >/dev/null 2>&1; then
 	rm -rf "$probe"
-	echo "SKIP fuzz_smoke: $cc cannot link libFuzzer (apt-get install libclang-rt-14-dev)"
+	echo "SKIP fuzz_smoke: missing tool libFuzzer ($cc -fsanitize=fuzzer) (Debian package libclang-rt-14-dev; make test installs it)"
 	exit 0
 fi
 rm -rf "$probe"

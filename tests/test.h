@@ -77,14 +77,47 @@ static int t_failed_total, t_passed_total, t_case_failed;
 
 #define TEST_MAIN_END() return t_failed_total ? 1 : 0
 
-/* The shared profile corpus: $HEAPPROF_CORPUS, else ../shared/corpus
- * (tests run from the repository root). */
+/* The profile corpus: $HEAPPROF_CORPUS, else ../shared/corpus (tests run
+ * from the repository root) if it is there, else build/corpus, which
+ * tests/corpus/gen.sh generates (tests/run.sh runs it) and which lacks
+ * what only the shared corpus has (tests/README.md). */
 static inline const char *
 t_corpus(void)
 {
 	const char *c = getenv("HEAPPROF_CORPUS");
-	return c ? c : "../shared/corpus";
+	if (c)
+		return c;
+	FILE *f = fopen("../shared/corpus/README.md", "r");
+	if (f) {
+		fclose(f);
+		return "../shared/corpus";
+	}
+	return "build/corpus";
 }
+
+/* 1 if t_corpus() is the generated one (its files differ from the shared
+ * corpus's: no exact counts of those files hold). */
+static inline int
+t_corpus_generated(void)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/GENERATED", t_corpus());
+	FILE *f = fopen(p, "r");
+	if (f)
+		fclose(f);
+	return f != NULL;
+}
+
+/* The skip lines (tests/README.md). A test that cannot run because a tool
+ * is not installed says "missing tool T": tests/run.sh counts that as a
+ * failure under CI=true (make test installs every tool: DEBS_TEST). */
+#define T_SKIP_TOOL(name, tool, pkg)                                           \
+	printf("SKIP %s: missing tool %s (Debian package %s; make test "       \
+	       "installs it)\n", (name), (tool), (pkg))
+/* What only ../shared/corpus has. */
+#define T_SKIP_CORPUS(name, what)                                              \
+	printf("SKIP %s: corpus absent: ../shared/corpus (%s), see "           \
+	       "tests/README.md\n", (name), (what))
 
 /* Reads a whole file into a malloc'd buffer: 0, or -1 if it cannot. */
 static inline int

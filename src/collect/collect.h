@@ -121,6 +121,8 @@ extern HP_HIDDEN hp_config heapprof__cfg;
 /* The pid the library was initialised in (written once by the
  * constructor). */
 extern HP_HIDDEN long heapprof__init_pid;
+/* CLOCK_REALTIME ns when the constructor ran (init.c; written once). */
+extern HP_HIDDEN int64_t heapprof__init_nanos;
 /* The process's command line, arguments separated by spaces (written once
  * by the constructor). */
 extern HP_HIDDEN char heapprof__cmdline[512];
@@ -153,8 +155,21 @@ typedef struct hp_next {
 	size_t (*malloc_usable_size)(void *);
 } hp_next;
 extern HP_HIDDEN hp_next heapprof__next;
-/* Resolves heapprof__next through dlsym(RTLD_NEXT). Idempotent. */
+/* The next allocator's nallocx, or NULL (bootstrap.c; slowpath.c's
+ * malloc_usable_size of a sampled block). */
+extern HP_HIDDEN size_t (*heapprof__next_nallocx)(size_t, int);
+/* Resolves heapprof__next: the allocator the program would call without
+ * us (bootstrap.c). Idempotent. */
 void heapprof__interpose_resolve(void);
+/* 1 when the program's malloc is not ours (an allocator ahead of us in
+ * the lookup order, or in the executable): nothing is sampled, since its
+ * free would get our pointers. Written once by resolve, before
+ * heapprof__ready (slowpath.c). The kind, for init's one warning: 1
+ * glibc's (loaded with dlopen), 2 the executable's, 3 a library's, whose
+ * name is heapprof__unreached_name (bootstrap.c). */
+extern HP_HIDDEN int heapprof__unreached;
+extern HP_HIDDEN int heapprof__unreached_kind;
+extern HP_HIDDEN char heapprof__unreached_name[160];
 
 /* ------------------------------------------------------------ slowpath.c */
 

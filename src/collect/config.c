@@ -304,7 +304,8 @@ heapprof__read_env(hp_config *c)
 		strcpy(c->out, dflt);
 	}
 	/* Several files from one template: numbered, not overwritten. */
-	if (heapprof__many_files(c->interval, c->signal))
+	if (heapprof__many_files(c->interval, c->signal,
+	                         c->dump_growth > 0 || c->dump_limit > 0))
 		heapprof__tmpl_add_seq(c->out, sizeof(c->out));
 }
 

@@ -21,6 +21,7 @@
 
 #include "collect.h"
 #include "parse.h"
+#include "unloaded.h"
 
 int heapprof__serve_armed; /* written once at start (collect.h) */
 /* A strong reference to the delivery half (serve/hooks.c), so that
@@ -34,6 +35,7 @@ hp_config heapprof__cfg = {.rate = 524288, .depth = HP_MAX_DEPTH, .at_exit = 1,
                            .symbolize = 1};
 _Atomic int heapprof__ready;
 long heapprof__init_pid;
+int64_t heapprof__init_nanos; /* CLOCK_REALTIME at start: the first delta file's base */
 char heapprof__cmdline[512];
 
 /* ---------------------------------------------------------------- warnings */
@@ -262,6 +264,7 @@ atfork_child(void)
 	if (heapprof__ending_atfork_child)
 		heapprof__ending_atfork_child();
 	heapprof__peak_atfork_child();
+	heapprof__unloaded_atfork_child();
 	int st = fork_pop();
 	if (heapprof__hooks())
 		heapprof__delivery.atfork_child(st == 2);
@@ -367,6 +370,7 @@ heapprof_init(int argc, char **argv, char **envp)
 		return;
 	}
 	heapprof__init_pid = (long)getpid();
+	heapprof__init_nanos = heapprof__now_nanos();
 	heapprof__read_env(&heapprof__cfg);
 	heapprof__read_cmdline(heapprof__cmdline, sizeof(heapprof__cmdline), argc, argv);
 	if (!heapprof__wanted(heapprof__cmdline)) {
@@ -379,6 +383,19 @@ heapprof_init(int argc, char **argv, char **envp)
 		heapprof__cfg.push[0] = 0;
 		heapprof__cfg.dump_growth = 0;
 		heapprof__cfg.dump_limit = 0;
+	} else if (heapprof__unreached && heapprof__unreached_kind > 1) {
+		/* Another allocator's malloc is the program's (bootstrap.c):
+		 * said once, as heapprof run says it of a static binary. */
+		static char msg[320];
+		if (heapprof__unreached_kind == 2)
+			snprintf(msg, sizeof(msg), "the program's malloc is linked into "
+			         "the executable, where the profiler cannot reach it: "
+			         "nothing is sampled");
+		else
+			snprintf(msg, sizeof(msg), "the program's malloc is %s's, loaded "
+			         "ahead of the profiler: nothing is sampled (preload or link "
+			         "libheapprof.so before it)", heapprof__unreached_name);
+		heapprof__warn_dup(msg);
 	}
 
 	/* Setuid or setgid (AT_SECURE): the environment is the invoking

@@ -69,8 +69,12 @@ HP_ENTRY void *
 reallocarray(void *p, size_t n, size_t size)
 {
 	size_t total;
-	if (__builtin_mul_overflow(n, size, &total))
-		total = SIZE_MAX; /* fails with ENOMEM below, as glibc */
+	if (HP_UNLIKELY(__builtin_mul_overflow(n, size, &total))) {
+		/* As glibc's: ENOMEM here, p untouched. Not realloc(p,
+		 * SIZE_MAX): jemalloc's fails without setting errno. */
+		errno = ENOMEM;
+		return NULL;
+	}
 	if (HP_LIKELY(!heapprof__range_owns(p) && p && total &&
 	              heapprof__fast(&heapprof__tls, total)))
 		return heapprof__next.realloc(p, total);

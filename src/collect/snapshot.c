@@ -28,6 +28,7 @@
 #include "loaded_ids.h"
 #include "maps.h"
 #include "sort_u64.h"
+#include "unloaded.h"
 #include "version.h"
 
 static heapprof_symcache *symcache; /* dump_lock */
@@ -430,8 +431,15 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	 * (r->rate), so changing the rate never rescales what is recorded. */
 	p.rate = atomic_load(&heapprof__cfg.rate);
 	p.time_nanos = now;
-	if (o->base && (o->kind == HP_SNAP_DELTA || o->kind == HP_SNAP_DELTA_ALLOC))
-		p.duration_nanos = now - o->base->time_nanos;
+	if (o->base && (o->kind == HP_SNAP_DELTA || o->kind == HP_SNAP_DELTA_ALLOC)) {
+		/* A base never taken (the first delta file, or the exit file
+		 * of a run with no periodic one) is the process's start: the
+		 * allocations are all since then. Not its time 0 (a duration
+		 * of 56 years). */
+		int64_t since = o->base->time_nanos ? o->base->time_nanos
+		                                    : heapprof__init_nanos;
+		p.duration_nanos = since > 0 && now > since ? now - since : 0;
+	}
 	p.default_sample_type = o->default_type;
 	p.mappings = mappings;
 	p.nmappings = nmappings;
@@ -449,6 +457,28 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	if (sym == 2 && dwsym) {
 		p.symbolize_frames = heapprof__dwsym_symbolize_frames;
 		p.symbolize_frames_arg = dwsym;
+	}
+	/* Frames of objects dlclose unmapped: their own addresses, mappings
+	 * and kept names (unloaded.c). */
+	hp_ul_view uv;
+	memset(&uv, 0, sizeof(uv));
+	uv.sym = p.symbolize;
+	uv.sym_arg = p.symbolize_arg;
+	uv.frames = p.symbolize_frames;
+	uv.frames_arg = p.symbolize_frames_arg;
+	if (heapprof__unloaded_view(&uv, recs, n, mappings, nmappings) == 0 &&
+	    uv.recs) {
+		p.records = uv.recs;
+		p.mappings = uv.maps;
+		p.nmappings = uv.nmaps;
+		if (p.symbolize) {
+			p.symbolize = heapprof__unloaded_symbolize;
+			p.symbolize_arg = &uv;
+		}
+		if (p.symbolize_frames) {
+			p.symbolize_frames = heapprof__unloaded_symbolize_frames;
+			p.symbolize_frames_arg = &uv;
+		}
 	}
 	p.comments = comments;
 	p.ncomments = 4;
@@ -470,6 +500,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	                                         write, arg);
 	if (aged)
 		heapprof__age_split_free(&ages);
+	heapprof__unloaded_view_free(&uv);
 	free(mappings);
 	free(ids);
 	heapprof__maps_free(&maps);

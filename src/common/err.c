@@ -49,6 +49,9 @@ heapprof_strerror(int err)
 		return "no sample type of the profile is one to subtract";
 	case HEAPPROF_ECHANGED:
 		return "the input changed between two reads of it";
+	case HEAPPROF_ESAMPLECAP:
+		return "a sample has more locations or labels than heapprof's "
+		       "limit (65,536 each)";
 	case HEAPPROF_ENOTLEGACY:
 		return "not a legacy heap profile (unrecognized first line)";
 	case HEAPPROF_ESAMPLE:

@@ -112,9 +112,10 @@ heapprof__tmpl_add_seq(char *t, size_t cap)
 }
 
 HP_HIDDEN int
-heapprof__many_files(int64_t interval, int sig)
+heapprof__many_files(int64_t interval, int sig, int other_dumps)
 {
-	return interval > 0 || (sig > 0 && sig != SIGTERM && sig != SIGINT);
+	return interval > 0 || (sig > 0 && sig != SIGTERM && sig != SIGINT) ||
+	       other_dumps;
 }
 
 HP_HIDDEN void

@@ -15,9 +15,11 @@ int heapprof__parse_size(const char *s, int64_t *out);
  * USR2, PROF, HUP, URG, WINCH, TERM, INT, RTMIN+N). 0 or -EINVAL. */
 int heapprof__parse_signal(const char *s, int *out);
 
-/* Can a process write more than one profile file: periodic dumps, or a
- * dump signal other than TERM and INT (which end the program)? */
-int heapprof__many_files(int64_t interval, int sig);
+/* Can a process write more than one profile file: periodic dumps, a dump
+ * signal other than TERM and INT (which end the program), or growth or
+ * limit dumps (other_dumps: --dump-growth or --dump-limit is on), each of
+ * which comes before the exit profile? */
+int heapprof__many_files(int64_t interval, int sig, int other_dumps);
 /* An output template without %n (or gperftools' %N), for a process that
  * may write several files, gets ".%n" before its extension (.pb.gz, .heap,
  * .pb, .gz, else the last '.' of the base name, else at the end):

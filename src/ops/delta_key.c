@@ -309,8 +309,12 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 	uint64_t lf[5];
 	if (nt > DELTA_MAXT)
 		return 0;
+	/* A frame a location id (a byte at least): room for len of them,
+	 * but no more than a sample may have (PPROF_MAX_SAMPLE_LOCS; one
+	 * with more goes to the decoder, which refuses it). */
+	size_t room = len < PPROF_MAX_SAMPLE_LOCS ? len : PPROF_MAX_SAMPLE_LOCS;
 	HP_TRY(heapprof__delta_grow(d, &d->keybuf, &d->keybuf_cap,
-	                            2 * (size_t)len + 2, 4));
+	                            2 * room + 2, 4));
 	uint32_t *kb = d->keybuf;
 	while (p < e) {
 		uint8_t tag;
@@ -323,7 +327,8 @@ parse_usual(heapprof_delta *d, uint32_t off, uint32_t len, size_t *nfp,
 			if (n == 0)
 				return 0;
 			while (p < fe) {
-				if (!packed_next(&p, fe, hard, &v))
+				if (nf == PPROF_MAX_SAMPLE_LOCS ||
+				    !packed_next(&p, fe, hard, &v))
 					return 0;
 				long li = idmap_find(&dec->loc_ids, dec->locs, v);
 				if (li < 0)

@@ -422,6 +422,12 @@ validate_header(pprof_dec *d)
 	}
 	CHECK_STR(d, d->period_type.type);
 	CHECK_STR(d, d->period_type.unit);
+	/* pprof scales by the period (and heap profiles unsample with it):
+	 * a negative one has no meaning, and would flip every sign. */
+	if (d->period < 0)
+		return heapprof__pprof_fault(d, HEAPPROF_EFORMAT,
+		                             "period %lld is negative",
+		                             (long long)d->period);
 	CHECK_STR(d, d->drop_frames);
 	CHECK_STR(d, d->keep_frames);
 	CHECK_STR(d, d->default_sample_type);

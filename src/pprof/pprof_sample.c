@@ -79,6 +79,30 @@ parse_label(const pprof_dec *d, const pb_field *f, pprof_label *lb)
 	return 0;
 }
 
+/* How many varints a packed field holds (each ends with a byte below
+ * 0x80), or 1 for a single one. */
+static size_t
+varint_count(const pb_field *f)
+{
+	if (f->wire != PB_LEN)
+		return 1;
+	size_t n = 0;
+	for (size_t i = 0; i < f->len; i++)
+		n += f->data[i] < 0x80;
+	return n;
+}
+
+/* A sample past one of the caps above: an error that names the cap. */
+static int
+too_many(pprof_dec *d, const uint8_t *data, const char *what, unsigned cap)
+{
+	return heapprof__pprof_fault(d, HEAPPROF_ESAMPLECAP,
+	                             "sample at byte %u: more than %u %s "
+	                             "(heapprof's limit for one sample)",
+	                             d->s_at + (uint32_t)(data - d->s_win), cap,
+	                             what);
+}
+
 static int
 decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
 {
@@ -107,12 +131,30 @@ decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
 		case 1:
 			if (f.wire != PB_VARINT && f.wire != PB_LEN)
 				return HEAPPROF_EWIRETYPE;
+			/* f.len bounds the ids (a byte at least each): only a
+			 * field that long is counted. */
+			if (HP_UNLIKELY(nl + (f.wire == PB_LEN ? f.len : 1) >
+			                PPROF_MAX_SAMPLE_LOCS) &&
+			    nl + varint_count(&f) > PPROF_MAX_SAMPLE_LOCS)
+				return too_many(d, data, "locations",
+				                PPROF_MAX_SAMPLE_LOCS);
 			HP_TRY(room_locs(d, nl + (f.wire == PB_LEN ? f.len : 1)));
 			HP_TRY(read_repeated(&f, d->s_locs, &nl, d->s_hard));
 			break;
 		case 2:
 			if (f.wire != PB_VARINT && f.wire != PB_LEN)
 				return HEAPPROF_EWIRETYPE;
+			/* More values than types is an error anyway; found
+			 * before room is made for them (a varint is 10 bytes
+			 * at most, so a longer field holds too many). */
+			if (HP_UNLIKELY(f.wire == PB_LEN &&
+			                f.len > 10 * (d->ntypes - (nv < d->ntypes ? nv : d->ntypes))))
+				return heapprof__pprof_fault(
+					d, HEAPPROF_EVALUES,
+					"sample at byte %u: more values than "
+					"its %zu sample types",
+					d->s_at + (uint32_t)(data - d->s_win),
+					d->ntypes);
 			HP_TRY(heapprof__pprof_grow(
 				d, &d->s_vals, &d->s_vals_cap,
 				nv + (f.wire == PB_LEN ? f.len : 1), 8));
@@ -120,6 +162,9 @@ decode_sample(pprof_dec *d, const uint8_t *data, size_t len, pprof_sample *out)
 			                     &nv, d->s_hard));
 			break;
 		case 3:
+			if (HP_UNLIKELY(nlab >= PPROF_MAX_SAMPLE_LABELS))
+				return too_many(d, data, "labels",
+				                PPROF_MAX_SAMPLE_LABELS);
 			HP_TRY(heapprof__pprof_grow(d, &d->s_labels, &d->s_labels_cap, nlab + 1,
 			            sizeof(pprof_label)));
 			HP_TRY(parse_label(d, &f, &d->s_labels[nlab]));

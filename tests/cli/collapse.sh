@@ -149,6 +149,6 @@ for rel in go/go_heap_basic.pb.gz go/go_heap_rate1.pb.gz go/go_allocs_basic.pb.g
 	if [ -f "$f" ]; then
 		check_profile "collapse_$base" "$f"
 	else
-		skip "collapse_$base" "$f not found"
+		skip_corpus "collapse_$base" "$rel"
 	fi
 done

@@ -22,6 +22,7 @@ FAILED=0
 pass() { echo "PASS deb.$1"; }
 fail() { echo "FAIL deb.$1"; [ -n "$2" ] && echo "  deb.$1: $2" >&2; FAILED=1; }
 skip() { echo "SKIP deb.$1: $2"; }
+skip_tool() { echo "SKIP deb.$1: missing tool $2 (Debian package ${3:-$2}; make test installs it)"; }
 
 for t in dpkg dpkg-deb; do
 	if ! command -v $t >/dev/null 2>&1; then
@@ -98,7 +99,7 @@ EOF
 		done
 		[ "$ok" -eq 1 ] && pass man || fail man "$(head -c 300 "$T/groff.err")"
 	else
-		skip man "groff is missing"
+		skip_tool man groff groff-base
 	fi
 	if dpkg --root="$ROOT" $NOTROOT -r heapprof >"$T/dpkg.log" 2>&1 &&
 		[ -z "$(find "$ROOT/usr" ! -type d 2>/dev/null)" ]; then
@@ -119,7 +120,7 @@ if command -v lintian >/dev/null 2>&1; then
 		fail lintian "status $st: $(grep -E '^[EW]: ' "$T/lintian" | head -10)"
 	fi
 else
-	skip lintian "lintian is not installed (apt-get install lintian)"
+	skip_tool lintian lintian
 fi
 
 if [ "${HEAPPROF_TEST_DEB_SYSTEM:-0}" != 1 ]; then

@@ -9,7 +9,7 @@ HEAPPROF=$REPO/build/heapprof
 FAILED=0
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1"; [ -n "$2" ] && echo "  $1: $2" >&2; FAILED=1; }
-command -v python3 >/dev/null || { echo "SKIP delta_fault: no python3"; exit 0; }
+command -v python3 >/dev/null || { echo "SKIP delta_fault: missing tool python3 (Debian package python3; make test installs it)"; exit 0; }
 [ -x "$HEAPPROF" ] || { fail delta_fault "$HEAPPROF not built"; exit 1; }
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT

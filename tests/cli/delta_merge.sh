@@ -42,7 +42,7 @@ for f in "$F/heap.before.pprof" "$F/heap.after.pprof" "$F/block.before.pprof" \
 	"$F/block.after.pprof" "$F/stress-failure.after.pprof" "$G/go_heap_delta_1.pb.gz" \
 	"$G/go_heap_delta_2.pb.gz" "$G/go_heap_basic.txt" "$G/go_cpu_labels.pb.gz"; do
 	if [ ! -f "$f" ]; then
-		skip delta_merge "$f not found in the corpus"
+		skip_corpus delta_merge "${f#$CORPUS/}"
 		exit 0
 	fi
 done
@@ -426,8 +426,8 @@ sys.stderr.buffer.write(p.stderr)
 print(p.returncode, n)' "$@")
 }
 if [ $HAVE_PY = 0 ]; then
-	skip merge_refuses_terminal "python3 not installed"
-	skip merge_terminal_with_o "python3 not installed"
+	skip_tool merge_refuses_terminal python3
+	skip_tool merge_terminal_with_o python3
 else
 	r=$(onpty "$HEAPPROF" merge "$OLD" "$NEW" 2>"$TMPD/err")
 	if [ "$r" = "2 0" ] && grep -q '^heapprof: merge: refusing to write a binary profile to a terminal; use -o OUT' "$TMPD/err"; then
@@ -485,7 +485,7 @@ fi
 if [ $HAVE_GO = 0 ]; then
 	for n in delta_types_totals delta_types_per_sample merge_totals merge_self_doubled \
 		merge_base merge_base_vs_delta; do
-		skip $n "go not installed (apt-get install golang-go)"
+		skip_tool $n go golang-go
 	done
 	exit $FAILED
 fi
@@ -546,7 +546,7 @@ types_checks() { # tag old new
 		fail "delta_types_totals_$tag" "${why#; }"
 	fi
 	if [ $HAVE_PY = 0 ]; then
-		skip "delta_types_per_sample_$tag" "python3 not installed"
+		skip_tool "delta_types_per_sample_$tag" python3
 		return
 	fi
 	go tool pprof -proto -base "$o" "$nw" >"$TMPD/base.pb.gz" 2>"$TMPD/err"
@@ -654,7 +654,7 @@ for pair in "fastdelta_heap $OLD $NEW" "go_heap $GOLD $GNEW" \
 	same_bytes "merge_base_position_free_$tag" "$TMPD/b.pb" "$TMPD/s.pb"
 	# the subtracted types: delta's values are --base's (for NEW's stacks)
 	if [ $HAVE_PY = 0 ]; then
-		skip "merge_base_vs_delta_$tag" "python3 not installed"
+		skip_tool "merge_base_vs_delta_$tag" python3
 	else
 		"$HEAPPROF" delta --raw "$o" "$nw" -o "$TMPD/d.pb" 2>/dev/null
 		rawdump "$nw" >"$TMPD/new.raw"

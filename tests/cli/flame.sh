@@ -50,7 +50,7 @@ OLD=$CORPUS/go/go_heap_delta_1.pb.gz
 CPU=$CORPUS/go/go_cpu_labels.pb.gz
 for f in "$PLAIN" "$NEW" "$OLD" "$CPU"; do
 	if [ ! -f "$f" ]; then
-		skip flame_corpus "$f not found"
+		skip_corpus flame_corpus "${f#$CORPUS/}"
 		exit $FAILED
 	fi
 done
@@ -138,11 +138,11 @@ fi
 # HEAPPROF_CHROMIUM: another browser binary ('' acts as if none were installed)
 CHROMIUM=${HEAPPROF_CHROMIUM-$(command -v chromium || command -v chromium-browser)}
 if [ -z "$CHROMIUM" ]; then
-	skip flame_browser "chromium not installed (make deps-test installs Debian's chromium)"
+	skip_tool flame_browser chromium
 	exit $FAILED
 fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-	skip flame_browser "node and npm are needed for playwright-core"
+	skip_tool flame_browser "node and npm" "nodejs npm"
 	exit $FAILED
 fi
 NPM=$REPO/build/npm # npm packages for the tests, never committed
@@ -155,7 +155,8 @@ for pkg in playwright-core speedscope; do
 			"$pkg") >>"$TMPD/npm.log" 2>&1
 done
 if [ ! -f "$NPM/node_modules/playwright-core/package.json" ]; then
-	skip flame_browser "npm install playwright-core failed: $(tail -c 200 "$TMPD/npm.log")"
+	echo "  npm install playwright-core: $(tail -c 300 "$TMPD/npm.log")" >&2
+	skip_tool flame_browser "playwright-core (npm install failed)" "npm's playwright-core"
 	exit $FAILED
 fi
 SPEEDSCOPE=$NPM/node_modules/speedscope/dist/release/index.html
@@ -165,7 +166,8 @@ if [ -f "$SPEEDSCOPE" ]; then
 		"$HEAPPROF" collapse "$PLAIN" >"$D/ours.folded.txt" || SPEEDSCOPE=
 	[ -n "$SPEEDSCOPE" ] || fail speedscope_inputs "heapprof merge/collapse failed"
 else
-	skip speedscope "npm install speedscope failed: $(tail -c 200 "$TMPD/npm.log")"
+	echo "  npm install speedscope: $(tail -c 300 "$TMPD/npm.log")" >&2
+	skip_tool speedscope "speedscope (npm install failed)" "npm's speedscope"
 	SPEEDSCOPE=
 fi
 export HEAPPROF PPROFCHECK CHROMIUM SHOTS PLAIN NEW OLD SPEEDSCOPE MIXED_NEW="$D/mixed_new.pb" MIXED_OLD="$D/mixed_old.pb" NODE_MODULES="$NPM/node_modules"

@@ -32,6 +32,7 @@ FAILED=0
 pass() { echo "PASS install.$1"; }
 fail() { echo "FAIL install.$1"; [ -n "$2" ] && echo "  install.$1: $2" >&2; FAILED=1; }
 skip() { echo "SKIP install.$1: $2"; }
+skip_tool() { echo "SKIP install.$1: missing tool $2 (Debian package ${3:-$2}; make test installs it)"; }
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -114,7 +115,7 @@ if [ -x /usr/bin/python3 ]; then
 		fail python "status $st: $(head -c 300 "$T/py.out")"
 	fi
 else
-	skip python "/usr/bin/python3 is missing"
+	skip_tool python /usr/bin/python3 python3
 fi
 
 # ---- HEAPPROF_LIBRARY: a lone copy of the binary
@@ -240,7 +241,7 @@ fi
 M1=$R/share/man/man1/heapprof.1
 M3=$R/share/man/man3/libheapprof.3
 if ! command -v groff >/dev/null 2>&1; then
-	skip man_render "groff is missing (apt-get install groff-base)"
+	skip_tool man_render groff groff-base
 else
 	for m in "$M1" "$M3"; do
 		name=man_render_$(basename "$m")
@@ -258,6 +259,8 @@ else
 		else
 			fail man_l "man -l does not show the pages"
 		fi
+	else
+		skip_tool man_l man man-db
 	fi
 fi
 # heapprof(1): every subcommand and every option of its --help.

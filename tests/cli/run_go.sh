@@ -8,7 +8,7 @@
 need_lib run_go
 oracle_tmpdir
 if ! command -v go >/dev/null 2>&1; then
-	skip run_go "go is not installed"
+	skip_tool run_go go golang-go
 	exit 0
 fi
 H=$HEAPPROF

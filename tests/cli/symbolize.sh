@@ -21,7 +21,7 @@ oracle_need_heapprof symbolize
 LIB=$REPO/build/libheapprof.so
 [ -f "$LIB" ] || { skip symbolize "$LIB not built"; exit 0; }
 for t in cc objcopy addr2line readelf; do
-	command -v $t >/dev/null 2>&1 || { skip symbolize "$t not installed"; exit 0; }
+	command -v $t >/dev/null 2>&1 || { skip_tool symbolize $t "gcc binutils"; exit 0; }
 done
 oracle_tmpdir; [ -n "$KEEP" ] && trap - EXIT && echo "tmp $TMPD" >&2
 export GOCACHE=${GOCACHE:-$REPO/build/gocache}
@@ -142,7 +142,7 @@ done
 [ $ok = 1 ] && pass symbolize_top_names || { fail symbolize_top_names; cat "$T/top" >&2; }
 
 if [ $HAVE_GO = 0 ]; then
-	skip symbolize_vs_pprof "go (golang-go) not installed"
+	skip_tool symbolize_vs_pprof go golang-go
 else
 	raw_locs "$T/sym.pb.gz" >"$T/locs"
 	raw_maps "$T/sym.pb.gz" >"$T/maps"
@@ -227,8 +227,10 @@ objcopy --only-keep-debug "$T/app/prog" "$T/prog.debug"
 objcopy --strip-all "$T/app/prog" "$T/strip/prog"
 objcopy --add-gnu-debuglink="$T/prog.debug" "$T/strip/prog"
 capture "$T/strip/prog" "$T/sraw.pb.gz"
-if [ $HAVE_GO = 0 ] || [ ! -s "$T/sraw.pb.gz" ]; then
-	skip symbolize_debuginfo "go not installed or no profile of the stripped binary"
+if [ $HAVE_GO = 0 ]; then
+	skip_tool symbolize_debuginfo go golang-go
+elif [ ! -s "$T/sraw.pb.gz" ]; then
+	fail symbolize_debuginfo "no profile of the stripped binary"
 else
 	# No debug file anywhere: not symbolized (the names are not in .dynsym).
 	"$HEAPPROF" symbolize "$T/sraw.pb.gz" -o "$T/s0.pb.gz" --debug-dir "$T/none" 2>"$T/err"

@@ -10,15 +10,11 @@
 #  - legacy text: read as pprof reads it (the same output);
 #  - garbage, bad options: a clear error and a nonzero status.
 # Prints PASS name / FAIL name / SKIP name: why.
-REPO=$(cd "$(dirname "$0")/../.." && pwd)
-CORPUS=${HEAPPROF_CORPUS:-$REPO/../shared/corpus}
-HEAPPROF=$REPO/build/heapprof
+# REPO, CORPUS, HEAPPROF, pass/fail/skip/skip_tool/skip_corpus
+. "$(dirname "$0")/../oracle/lib.sh"
 export GOCACHE=${GOCACHE:-$REPO/build/gocache}
 export GOFLAGS=-mod=mod
-FAILED=0
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1"; [ -n "$2" ] && echo "  $1: $2" >&2; FAILED=1; }
-skip() { echo "SKIP $1: $2"; }
+oracle_need_corpus top_corpus
 
 if [ ! -x "$HEAPPROF" ]; then
 	fail top_binary "$HEAPPROF not built (run make)"
@@ -56,7 +52,7 @@ if [ -d "$CORPUS/go" ]; then
 fi
 
 if ! command -v go >/dev/null 2>&1; then
-	skip top_vs_pprof "go (golang-go) not installed"
+	skip_tool top_vs_pprof go golang-go
 	exit $FAILED
 fi
 mkdir -p "$GOCACHE"
@@ -106,7 +102,7 @@ for rel in go/go_heap_basic.pb.gz go/go_heap_rate1.pb.gz go/go_allocs_basic.pb.g
 	f=$CORPUS/$rel
 	base=$(basename "$rel" | sed 's/\..*//')
 	if [ ! -f "$f" ]; then
-		skip "top_$base" "$f not found (set HEAPPROF_CORPUS)"
+		skip_corpus "top_$base" "$rel"
 		continue
 	fi
 	found=1
@@ -155,7 +151,7 @@ fi
 # ---- symbols from ELF: a profile without functions over build/heapprof
 if ! command -v python3 >/dev/null 2>&1 || ! command -v nm >/dev/null 2>&1 ||
 	! command -v readelf >/dev/null 2>&1; then
-	skip top_elf_symbols "needs python3, nm and readelf"
+	skip_tool top_elf_symbols "python3, nm or readelf" "python3 binutils"
 	exit $FAILED
 fi
 BIN=$HEAPPROF

@@ -15,11 +15,16 @@ FAILED=0
 pass() { echo "PASS version.$1"; }
 fail() { echo "FAIL version.$1"; [ -n "$2" ] && echo "  version.$1: $2" >&2; FAILED=1; }
 skip() { echo "SKIP version.$1: $2"; }
+skip_tool() { echo "SKIP version.$1: missing tool $2 (Debian package ${3:-$2}; make test installs it)"; }
 
 MAJ=$(sed -n 's/^#define HEAPPROF_VERSION_MAJOR \([0-9]*\).*/\1/p' "$REPO/include/heapprof.h")
 MIN=$(sed -n 's/^#define HEAPPROF_VERSION_MINOR \([0-9]*\).*/\1/p' "$REPO/include/heapprof.h")
-if ! command -v git >/dev/null 2>&1 || ! HEAD=$(git -C "$REPO" rev-parse --short=12 HEAD 2>/dev/null); then
-	skip all "not a git clone"
+if ! command -v git >/dev/null 2>&1; then
+	skip_tool all git
+	exit 0
+fi
+if ! HEAD=$(git -C "$REPO" rev-parse --short=12 HEAD 2>/dev/null); then
+	skip all "not a git clone (a source tarball: tools/commit.txt names the commit)"
 	exit 0
 fi
 T=$(mktemp -d)

@@ -11,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 need_lib capture_abi
 if ! command -v readelf >/dev/null || ! command -v objdump >/dev/null; then
-	skip capture_abi "binutils not installed"
+	skip_tool capture_abi "readelf or objdump" binutils
 	exit 0
 fi
 allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|bsd_signal|ssignal|sysv_signal|__sysv_signal|_exit|_Exit|pthread_getattr_np|heapprof_[a-z_]+)$'

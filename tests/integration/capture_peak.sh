@@ -190,7 +190,7 @@ if command -v curl >/dev/null; then
 	touch "$W/go" "$W/go2" "$W/quit"
 	wait $pid
 else
-	skip peak.http_opt_in "curl not installed"
+	skip_tool peak.http_opt_in curl
 fi
 
 # --- memory limit of a cgroup the test creates (v2 memory.max, else v1

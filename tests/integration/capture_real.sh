@@ -52,10 +52,10 @@ run_prog() { # name, command...
 }
 if command -v python3 >/dev/null; then
 	run_prog python env PYTHONMALLOC=malloc PYTHONHASHSEED=0 python3 work.py
-else skip real.python "python3 not installed"; fi
+else skip_tool real.python python3; fi
 if command -v sqlite3 >/dev/null; then
 	run_prog sqlite sh -c 'sqlite3 :memory: < work.sql'
-else skip real.sqlite "sqlite3 not installed"; fi
+else skip_tool real.sqlite sqlite3; fi
 run_prog gcc sh -c 'gcc -O2 -o work work.c && ./work; echo "status $?"'
 run_prog sort sort -n nums
 exit $FAILED

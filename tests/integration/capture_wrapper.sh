@@ -61,27 +61,34 @@ else
 fi
 
 # --http with --only: the shell (first process) must not take the port;
-# prog_sleep serves it. The port is picked free by the kernel first.
+# prog_window serves it. The port is picked free by the kernel first.
+# prog_window says when it runs (W/ready; its endpoint listens before
+# main) and waits for W/quit: the request is made while it runs.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+W=$TMPD/win
+mkdir -p "$W"
 cat >"$TMPD/shim2.sh" <<EOS
 #!/bin/sh
 true
-"$PROG/prog_sleep" 4000
+"$PROG/prog_window" "$W"
 EOS
 chmod +x "$TMPD/shim2.sh"
-timeout 60 "$HEAPPROF" run --only 'prog_sleep' --http "127.0.0.1:$port" -o "$TMPD/h.%p.pb.gz" -- \
+timeout 120 "$HEAPPROF" run --only 'prog_window' --http "127.0.0.1:$port" -o "$TMPD/h.%p.pb.gz" -- \
 	"$TMPD/shim2.sh" >/dev/null 2>"$TMPD/h.err" &
 bg=$!
-ok=0
-for i in $(seq 1 40); do
+i=0
+while [ ! -e "$W/ready" ] && kill -0 $bg 2>/dev/null && [ $i -lt 600 ]; do
 	sleep 0.1
-	if python3 - "$port" >"$TMPD/h.cmd" 2>/dev/null <<'EOP'
-import sys, urllib.request
-print(urllib.request.urlopen("http://127.0.0.1:%s/debug/pprof/cmdline" % sys.argv[1], timeout=2).read().decode())
-EOP
-	then ok=1; break; fi
+	i=$((i + 1))
 done
+ok=0
+if [ -e "$W/ready" ] && python3 - "$port" >"$TMPD/h.cmd" 2>"$TMPD/h.pyerr" <<'EOP'
+import sys, urllib.request
+print(urllib.request.urlopen("http://127.0.0.1:%s/debug/pprof/cmdline" % sys.argv[1], timeout=30).read().decode())
+EOP
+then ok=1; fi
+touch "$W/go" "$W/go2" "$W/quit"
 wait $bg
-if [ $ok = 1 ] && grep -q prog_sleep "$TMPD/h.cmd"; then pass wrapper.only.http_in_matching_process
-else fail wrapper.only.http_in_matching_process "ok=$ok: $(head -c 200 "$TMPD/h.cmd") $(head -3 "$TMPD/h.err")"; fi
+if [ $ok = 1 ] && grep -q prog_window "$TMPD/h.cmd"; then pass wrapper.only.http_in_matching_process
+else fail wrapper.only.http_in_matching_process "ok=$ok ready=$([ -e "$W/ready" ] && echo yes || echo no): $(head -c 200 "$TMPD/h.cmd") $(tail -1 "$TMPD/h.pyerr") $(head -3 "$TMPD/h.err")"; fi
 exit $FAILED

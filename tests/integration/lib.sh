@@ -15,7 +15,7 @@ mkdir -p "$GOCACHE"
 need_go() {
 	oracle_need_go "$1"
 	if ! go tool pprof -h >/dev/null 2>&1; then
-		skip "$1" "go tool pprof not available"
+		skip_tool "$1" "go tool pprof" golang-go
 		exit 0
 	fi
 }

@@ -5,6 +5,9 @@
  * site_after (after it). usage: prog_window DIR
  *   creates DIR/ready after phase 1, waits for DIR/go, runs phase 2,
  *   creates DIR/done, waits for DIR/go2, runs phase 3, waits for DIR/quit.
+ * DIR/done holds "START END": CLOCK_REALTIME nanoseconds before phase 2's
+ * first allocation and after its last, for a test to check that its
+ * window held all of phase 2.
  * Prints the truth of the window as EXPECT lines (see profsum.py).
  */
 #include <stdio.h>
@@ -17,13 +20,31 @@ static void *volatile sink;
 static char dir[4096];
 
 static void
+touch_with(const char *name, const char *text)
+{
+	char p[4200], tmp[4300];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	FILE *f = fopen(tmp, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+		rename(tmp, p); /* whole or absent to a reader */
+	}
+}
+
+static void
 touch(const char *name)
 {
-	char p[4200];
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	FILE *f = fopen(p, "w");
-	if (f)
-		fclose(f);
+	touch_with(name, "");
+}
+
+static long long
+now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void
@@ -72,8 +93,12 @@ main(int argc, char **argv)
 	site_before();
 	touch("ready");
 	wait_for("go");
+	long long start = now_ns();
 	site_window();
-	touch("done");
+	long long end = now_ns();
+	char t[64];
+	snprintf(t, sizeof(t), "%lld %lld\n", start, end);
+	touch_with("done", t);
 	wait_for("go2");
 	site_after();
 	touch("after");

@@ -10,8 +10,10 @@ need_lib serve_files_push
 need_go serve_files_push
 oracle_tmpdir
 
+t0=$(date +%s%N)
 HEAPPROF_RATE=1 HEAPPROF_MODE=delta HEAPPROF_INTERVAL=1 HEAPPROF_OUT="$TMPD/d.%n.pb.gz" \
 	LD_PRELOAD="$LIB" "$PROG/prog_phases" 4 700 >"$TMPD/ph.exp" 2>"$TMPD/ph.err"
+wall_ns=$(($(date +%s%N) - t0))
 n=$(ls "$TMPD"/d.*.pb.gz 2>/dev/null | wc -l)
 [ "$n" -ge 3 ] && pass files.delta.several_files || fail files.delta.several_files "$n files"
 # Sum of the alloc values of every file; in-use of the last.
@@ -24,11 +26,29 @@ want=$(awk '{print $3, $4}' "$TMPD/ph.exp")
 inuse=$($PROFSUM sums "$last" | awk '$1=="site_phase"{printf "%d %d", $4, $5}')
 want_in=$(awk '{print $5, $6}' "$TMPD/ph.exp")
 [ "$inuse" = "$want_in" ] && pass files.delta.last_inuse_absolute || fail files.delta.last_inuse_absolute "last $inuse, truth $want_in"
-nodur=0
+# Every file has a duration, none longer than the program ran (the first
+# file's said 56 years: time_nanos since 1970). Their sum is the program's
+# life since the library started, so at most its wall time.
+nodur=0 long=0 sum=0
 for f in "$TMPD"/d.*.pb.gz; do
-	go tool pprof -raw -symbolize=none "$f" 2>/dev/null | grep -q '^Duration:' || nodur=$((nodur + 1))
+	d=$($PPROFCHECK dump "$f" 2>/dev/null | awk '$1 == "duration_nanos:" { print $2 }')
+	if [ -z "$d" ] || [ "$d" -le 0 ]; then nodur=$((nodur + 1)); continue; fi
+	[ "$d" -gt "$wall_ns" ] && long=$((long + 1))
+	sum=$((sum + d))
 done
 [ $nodur -eq 0 ] && pass files.delta.durations || fail files.delta.durations "$nodur files without a duration"
+if [ $long -eq 0 ] && [ $sum -le "$wall_ns" ]; then pass files.delta.durations_within_run
+else fail files.delta.durations_within_run "$long files longer than the run's $wall_ns ns; sum $sum ns"; fi
+
+# The exit file of a delta run with no periodic dump: its base is the
+# process's start (it said 56 years too).
+t0=$(date +%s%N)
+HEAPPROF_RATE=1 HEAPPROF_MODE=delta HEAPPROF_OUT="$TMPD/x.pb.gz" \
+	LD_PRELOAD="$LIB" "$PROG/prog_phases" 2 300 >/dev/null 2>"$TMPD/x.err"
+wall_ns=$(($(date +%s%N) - t0))
+d=$($PPROFCHECK dump "$TMPD/x.pb.gz" 2>/dev/null | awk '$1 == "duration_nanos:" { print $2 }')
+if [ -n "$d" ] && [ "$d" -gt 0 ] && [ "$d" -le "$wall_ns" ]; then pass files.delta.exit_only_duration
+else fail files.delta.exit_only_duration "duration '$d' ns, the run took $wall_ns ns"; fi
 
 # Push, with a receiver that fails the first request.
 python3 "$REPO/tests/integration/pyroscope_receiver.py" "$TMPD/port" "$TMPD/log" 1 &

@@ -102,7 +102,7 @@ fi
 for f in "$CORPUS"/jemalloc/*; do
 	name=convert_jemalloc_$(basename "$f")
 	if ! command -v jeprof >/dev/null 2>&1; then
-		skip "$name" "jeprof not installed (apt-get install libjemalloc-dev)"
+		skip_tool "$name" jeprof libjemalloc-dev
 		continue
 	fi
 	if ! "$HEAPPROF" convert "$f" --raw -o "$TMPD/je.pb" 2>"$TMPD/err"; then
@@ -186,7 +186,7 @@ if command -v jeprof >/dev/null 2>&1 && [ -f "$f" ]; then
 		fail convert_to_text_jeprof_totals "jeprof $theirs, pprof proto $ours"
 	fi
 else
-	skip convert_to_text_jeprof_totals "jeprof not installed"
+	skip_tool convert_to_text_jeprof_totals jeprof libjemalloc-dev
 fi
 
 # ------------------------------------------ 5. differential, mutated text

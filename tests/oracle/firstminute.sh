@@ -26,7 +26,7 @@ H=$HEAPPROF
 
 # ---- C++
 if ! command -v g++ >/dev/null 2>&1; then
-	skip firstminute.cxx "no g++"
+	skip_tool firstminute.cxx g++
 else
 	mkdir -p "$TMPD/cxx"
 	P=$TMPD/cxx/cache
@@ -141,7 +141,7 @@ EOF
 		fail firstminute.sqlite3_unnamed_grouped "$(grep -m2 '0x\|libsqlite' "$TMPD/st")"
 	fi
 else
-	skip firstminute.sqlite3 "no /usr/bin/sqlite3"
+	skip_tool firstminute.sqlite3 /usr/bin/sqlite3 sqlite3
 fi
 PY=/usr/bin/python3
 if [ -x "$PY" ]; then
@@ -149,7 +149,7 @@ if [ -x "$PY" ]; then
 		'import json; x = [json.dumps({"a": i}) for i in range(100000)]' >/dev/null 2>&1
 	same_top firstminute.python3 "$TMPD/py.pb.gz"
 else
-	skip firstminute.python3 "no $PY"
+	skip_tool firstminute.python3 "$PY" python3
 fi
 
 # ---- heapprof run: the line naming the file, relative -o, static programs
@@ -195,7 +195,7 @@ if gcc -static -o "$TMPD/static" "$TMPD/st.c" 2>/dev/null; then
 		fail firstminute.run_static_says_so "$(head -2 "$TMPD/static.err")"
 	fi
 else
-	skip firstminute.run_static_says_so "no static libc"
+	skip_tool firstminute.run_static_says_so "libc.a (gcc -static)" libc6-dev
 fi
 
 # ---- viewers
@@ -235,7 +235,11 @@ if [ -f "$REPO/build/gen/flame_template.h" ] &&
 	"$TMPD/heapprof_ubsan" top "$TMPD/min.pb" >"$TMPD/h" 2>&1
 	same_output firstminute.top_int64_min_ubsan "$TMPD/h" "$TMPD/p"
 else
-	skip firstminute.top_int64_min_ubsan "no UBSan build: $(head -c 200 "$TMPD/ubsan.err")"
+	if grep -q ubsan "$TMPD/ubsan.err"; then
+		skip_tool firstminute.top_int64_min_ubsan "UBSan runtime" libubsan1
+	else
+		fail firstminute.top_int64_min_ubsan "UBSan build failed: $(head -c 200 "$TMPD/ubsan.err")"
+	fi
 fi
 printf '#include <stdlib.h>\nint main(void) { for (int i = 0; i < 100; i++) free(malloc(10000)); return 0; }\n' >"$TMPD/fr.c"
 gcc -O0 -o "$TMPD/freeall" "$TMPD/fr.c"

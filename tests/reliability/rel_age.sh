@@ -65,7 +65,7 @@ if go tool pprof -h >/dev/null 2>&1; then
 	*) fail rel.age.go_tagfocus "rows '$rows': $(head -20 "$D/go" "$D/go.err")" ;;
 	esac
 else
-	skip rel.age.go_tagfocus "go tool pprof not available"
+	skip_tool rel.age.go_tagfocus go golang-go
 fi
 
 # HEAPPROF_AGE=0: no labels, and top --min-age says there are none.
@@ -83,18 +83,26 @@ fi
 # The endpoint keeps Go's shape (no age labels) unless asked: ?age=1.
 if command -v curl >/dev/null; then
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	# The program says when it has run 2 s (its oldest leaks are older than
+	# 1 s) and runs on until told to stop: no sleep decides.
 	timeout -k 5 120 env HEAPPROF_EXIT=0 HEAPPROF_RATE=4096 \
-		HEAPPROF_HTTP=127.0.0.1:$port LD_PRELOAD="$LIB" "$PROG/rprog_age" 4 \
+		HEAPPROF_HTTP=127.0.0.1:$port LD_PRELOAD="$LIB" "$PROG/rprog_age" 2 "$D" \
 		>/dev/null 2>"$D/http.err" &
 	hpid=$!
 	i=0
-	until curl -s -o /dev/null "http://127.0.0.1:$port/debug/pprof/" || [ $i -gt 100 ]; do
+	while [ ! -e "$D/aged" ] && kill -0 $hpid 2>/dev/null && [ $i -lt 600 ]; do
 		sleep 0.1; i=$((i + 1)); done
-	sleep 2
-	curl -s -o "$D/h0.pb.gz" "http://127.0.0.1:$port/debug/pprof/heap"
-	curl -s -o "$D/h1.pb.gz" "http://127.0.0.1:$port/debug/pprof/heap?age=1"
+	got=0
+	if [ -e "$D/aged" ] &&
+	   curl -sf -o "$D/h0.pb.gz" "http://127.0.0.1:$port/debug/pprof/heap" &&
+	   curl -sf -o "$D/h1.pb.gz" "http://127.0.0.1:$port/debug/pprof/heap?age=1"; then
+		got=1
+	fi
+	touch "$D/stop"
 	wait $hpid
-	if "$HEAPPROF" top "$D/h0.pb.gz" >/dev/null 2>&1 &&
+	if [ $got = 0 ]; then
+		fail rel.age.endpoint_age_param "no profiles from the endpoint (aged: $(ls "$D" | tr '\n' ' ')) $(head -3 "$D/http.err")"
+	elif "$HEAPPROF" top "$D/h0.pb.gz" >/dev/null 2>&1 &&
 	   ! "$HEAPPROF" top --min-age 0 "$D/h0.pb.gz" >/dev/null 2>&1 &&
 	   "$HEAPPROF" top --min-age 1s "$D/h1.pb.gz" >"$D/h1.top" 2>&1 &&
 	   grep -q leak_session "$D/h1.top"; then
@@ -103,6 +111,6 @@ if command -v curl >/dev/null; then
 		fail rel.age.endpoint_age_param "$(ls -l "$D"/h?.pb.gz) $(head -5 "$D/h1.top" "$D/http.err")"
 	fi
 else
-	skip rel.age.endpoint_age_param "curl not installed"
+	skip_tool rel.age.endpoint_age_param curl
 fi
 exit $FAILED

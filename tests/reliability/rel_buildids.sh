@@ -48,7 +48,7 @@ check_ids() {
 
 STRACE=1
 if ! command -v strace >/dev/null 2>&1; then
-	STRACE=0 why="strace not installed"
+	STRACE=0 why=tool
 elif ! strace -f -o /dev/null true >/dev/null 2>&1; then
 	STRACE=0 why="strace cannot trace here (ptrace refused)"
 fi
@@ -61,7 +61,7 @@ for how in ret _exit term thread; do
 	# --- no build-id opens at exit
 	n=rel.buildids.$how.no_open_at_exit
 	if [ $STRACE = 0 ]; then
-		skip $n "$why"
+		if [ "$why" = tool ]; then skip_tool $n strace; else skip $n "$why"; fi
 	else
 		d=$TMPD/strace.$how; mkdir -p "$d"
 		run_t $n 120 env HEAPPROF_RATE=1 HEAPPROF_OUT="$d/p.pb.gz" \
@@ -89,7 +89,7 @@ for how in ret _exit term thread; do
 	# --- the same ids as the files'
 	n=rel.buildids.$how.same_as_readelf
 	if [ $READELF = 0 ]; then
-		skip $n "readelf not installed"
+		skip_tool $n readelf binutils
 		continue
 	fi
 	d=$TMPD/ids.$how; mkdir -p "$d"

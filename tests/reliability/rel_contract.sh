@@ -19,10 +19,12 @@ parses rel.contract.c.profile "$TMPD"/rel.contract.c/rate1.*.pb.gz
 
 same3 rel.contract.cxx 60 "$PROG/rprog_cxx"
 f=$(ls "$TMPD"/rel.contract.cxx/rate1.*.pb.gz 2>/dev/null | head -1)
-if [ -n "$f" ] && command -v go >/dev/null 2>&1; then
+if ! command -v go >/dev/null 2>&1; then
+	skip_tool rel.contract.cxx.rate1 go golang-go
+elif [ -n "$f" ]; then
 	$PROFSUM check rel.contract.cxx.rate1 "$TMPD/rel.contract.cxx/rate1" 0 "$f" || FAILED=1
 else
-	skip rel.contract.cxx.rate1 "no profile or no go"
+	fail rel.contract.cxx.rate1 "no profile written"
 fi
 
 # The contract with the dump thread busy (errno across dumps, plan T4):

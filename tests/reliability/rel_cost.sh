@@ -406,7 +406,7 @@ if command -v strace >/dev/null 2>&1; then
 		fail rel.cost.fsync_only_when_asked "fsync calls: $n0 by default, $n1 with HEAPPROF_FSYNC=1"
 	fi
 else
-	skip rel.cost.fsync_only_when_asked "strace not installed"
+	skip_tool rel.cost.fsync_only_when_asked strace
 fi
 
 # --- fixed cost of /bin/true, in instructions
@@ -424,5 +424,5 @@ if command -v valgrind >/dev/null 2>&1; then
 		fail rel.cost.true_instructions "/bin/true: $a instructions alone, $b under the profiler (limit +100000)"
 	fi
 else
-	skip rel.cost.true_instructions "valgrind not installed"
+	skip_tool rel.cost.true_instructions valgrind
 fi

@@ -7,7 +7,7 @@
 # answering; the host's output is unchanged throughout.
 . "$(dirname "$0")/../integration/lib.sh"
 need_lib rel_http
-command -v curl >/dev/null || { skip rel_http "curl not installed"; exit 0; }
+command -v curl >/dev/null || { skip_tool rel_http curl; exit 0; }
 oracle_tmpdir
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 touch "$TMPD/stop0"

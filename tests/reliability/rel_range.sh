@@ -60,7 +60,7 @@ rcase() {
 			elif [ $HAVE_GO = 1 ]; then
 				$PROFSUM check "$_n.$_t" "$TMPD/$_n/$_t" 0 "$_f" || FAILED=1
 			else
-				skip "$_n.$_t.profile" "go not available"
+				skip_tool "$_n.$_t.profile" go golang-go
 			fi
 		done
 	done

@@ -53,7 +53,7 @@ same3 rel.real.python_mp_spawn $T $PY mp.py spawn
 same3 rel.real.perl $T perl -e 'my %h; $h{$_ % 977} .= "x$_" for 1..60000; my @k = sort { length($h{$a}) <=> length($h{$b}) || $a <=> $b } keys %h; print scalar(@k), " ", length(join ",", map { $h{$_} } @k), "\n"; exit 4'
 if command -v git >/dev/null 2>&1; then
 	same3 rel.real.git $T sh -c 'rm -rf g && mkdir g && cd g && export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=a GIT_COMMITTER_EMAIL=a@b GIT_AUTHOR_DATE="2026-11-22T00:00:00Z" GIT_COMMITTER_DATE="2026-11-22T00:00:00Z" HOME=$PWD GIT_CONFIG_NOSYSTEM=1 && git init -q -b main . && seq 1 5000 >f && git add f && git commit -q -m one && seq 2 5001 >f && git commit -qam two && git log --format="%H %s" && git diff HEAD~1 --stat'
-else skip rel.real.git "git not installed"; fi
+else skip_tool rel.real.git git; fi
 # gcc building a small project with make: 6 translation units (generated),
 # compiled -O2 in parallel and linked; the binary's output and its md5 must
 # not change (cc1, as, collect2 and ld all run under the profiler).
@@ -76,7 +76,7 @@ same3 rel.real.gcc_make_project $T sh -c 'cd proj && make -s clean && make -s -j
 same3 rel.real.bash $T bash -c 'set -o pipefail; seq 1 30000 | sort -r | awk "{s+=\$1} NR%1000==0{print s}" | sha256sum; x=$(echo hello | tr a-z A-Z); echo "$x"; (cd / && ls -d usr); a=(); for i in $(seq 1 2000); do a+=("v$i"); done; echo "${#a[@]} ${a[1999]}"; false | true; echo $?; exit 5'
 if command -v sqlite3 >/dev/null 2>&1; then
 	same3 rel.real.sqlite $T sh -c 'sqlite3 :memory: <work.sql'
-else skip rel.real.sqlite "sqlite3 not installed"; fi
+else skip_tool rel.real.sqlite sqlite3; fi
 
 # ldd prints load addresses (ASLR) and, under the preload, the profiler
 # and its own dependencies: every line of the plain output (addresses

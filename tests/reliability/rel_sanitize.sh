@@ -28,7 +28,7 @@
 oracle_tmpdir
 SECS=${SAN_SECONDS:-$(by_tier 5 60)}
 if ! command -v "${SAN_CC:-clang}" >/dev/null 2>&1; then
-	skip rel.sanitize "no clang (make deps-test installs it)"
+	skip_tool rel.sanitize "${SAN_CC:-clang}" clang
 	exit 0
 fi
 # The three builds, two at a time; a variant whose runtime is missing is
@@ -51,7 +51,7 @@ for v in tsan asan ubsan; do
 	bin=$REPO/build/sanitize/$v/driver
 	if [ ! -x "$bin" ] || [ "$bin" -ot "$REPO/tests/sanitize/driver.c" ]; then
 		if grep -q "clang_rt\|unsupported option\|unsupported argument" "$TMPD/build.log"; then
-			skip "rel.sanitize.$v" "no $v runtime: $(grep -m1 'clang_rt\|unsupported' "$TMPD/build.log")"
+			skip_tool "rel.sanitize.$v" "$v runtime ($(grep -m1 'clang_rt\|unsupported' "$TMPD/build.log"))" libclang-rt-14-dev
 		else
 			fail "rel.sanitize.$v.build" "$(grep -m3 'error' "$TMPD/build.log")"
 		fi

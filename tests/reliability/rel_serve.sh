@@ -266,8 +266,10 @@ if strace -o /dev/null true 2>/dev/null; then
 		awk '$1 != -1 && ($1 < 0 || $1 > 1000000)' | head -3 | tr '\n' ' ')
 	if grep -q 'poll(' "$TMPD/st.out" && [ -z "$bad" ]; then pass rel.serve$SFX.http.long_interval_poll_timeout
 	else fail rel.serve$SFX.http.long_interval_poll_timeout "timeouts: $bad $(head -c 300 "$TMPD/st.out")"; fi
+elif ! command -v strace >/dev/null 2>&1; then
+	skip_tool rel.serve$SFX.http.long_interval_poll_timeout strace
 else
-	skip rel.serve$SFX.http.long_interval_poll_timeout "strace cannot trace here"
+	skip rel.serve$SFX.http.long_interval_poll_timeout "strace cannot trace here (ptrace refused)"
 fi
 
 # --- the dribbling push server (started at the top): with an overall

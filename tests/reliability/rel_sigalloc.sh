@@ -11,7 +11,7 @@
 need_lib rel.sigalloc
 oracle_tmpdir
 if ! command -v gdb >/dev/null 2>&1; then
-	skip rel.sigalloc.first_sample "gdb not installed"
+	skip_tool rel.sigalloc.first_sample gdb
 	exit 0
 fi
 ks=$(seq 0 $(by_tier 3 1) 150 | tr '\n' ' ')

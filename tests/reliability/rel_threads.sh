@@ -7,6 +7,8 @@ need_lib rel.threads
 oracle_tmpdir
 HAVE_GO=0
 command -v go >/dev/null 2>&1 && HAVE_GO=1
+# without go, the exact-count checks against go tool pprof do not run
+[ $HAVE_GO = 1 ] || skip_tool rel.threads.pprof_checks go golang-go
 P="$PROG"
 
 # T9 + T17: mimalloc test-stress pattern; dumps every second and on USR2,

@@ -79,7 +79,7 @@ EOF
 	*) fail rel.unwind.fds.bash "$bad" ;;
 	esac
 else
-	skip rel.unwind.fds.bash "bash not installed"
+	skip_tool rel.unwind.fds.bash bash
 fi
 
 # --- coroutines on small stacks ----------------------------------------------
@@ -161,7 +161,7 @@ for prog in "$U chain 300" "$UXX 300"; do
 	run_t $name 120 env HEAPPROF_RATE=1 HEAPPROF_UNWIND=libunwind \
 		HEAPPROF_OUT="$TMPD/lu.pb.gz" LD_PRELOAD="$LIB" $prog >/dev/null 2>"$TMPD/lu.err"
 	if grep -q 'libunwind.so.8 not found' "$TMPD/lu.err"; then
-		skip $name "libunwind not installed"
+		skip_tool $name libunwind.so.8 libunwind8
 		continue
 	fi
 	run_t $name 120 env HEAPPROF_RATE=1 HEAPPROF_OUT="$TMPD/dw.pb.gz" \
@@ -192,7 +192,7 @@ if command -v python3 >/dev/null 2>&1 && [ -s "$TMPD/lu.txt" ]; then
 		fail rel.unwind.same_as_libunwind.python3 "$nd stacks; $(diff "$TMPD/py.libunwind.txt" "$TMPD/py.dwarf.txt" | head -3 | cut -c1-300 | tr '\n' ' ')"
 	fi
 else
-	skip rel.unwind.same_as_libunwind.python3 "python3 or libunwind not installed"
+	skip_tool rel.unwind.same_as_libunwind.python3 "python3 or libunwind.so.8" "python3 libunwind8"
 fi
 
 # --- signal handlers -----------------------------------------------------------

@@ -5,11 +5,16 @@
  * churn_big: freed within about 0.2 s) and one that it leaks
  * (leak_session: 1 KiB kept for ever). At the end the exit dump writes
  * the profile; it prints the number of leaked blocks.
+ *   rprog_age SECS DIR   the same, and after SECS seconds it creates
+ *                        DIR/aged and runs on until DIR/stop exists
+ *                        (10 minutes at most): a test asks its endpoint
+ *                        for a profile in between.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RING 10
 
@@ -51,9 +56,27 @@ int
 main(int argc, char **argv)
 {
 	double secs = argc > 1 ? atof(argv[1]) : 6;
+	const char *dir = argc > 2 ? argv[2] : NULL;
+	char aged[4096], stop[4096];
+	if (dir) {
+		snprintf(aged, sizeof(aged), "%s/aged", dir);
+		snprintf(stop, sizeof(stop), "%s/stop", dir);
+	}
 	double t0 = now_s();
 	size_t tick = 0;
-	while (now_s() - t0 < secs) {
+	int told = 0;
+	for (;;) {
+		double t = now_s() - t0;
+		if (t >= secs) {
+			if (!dir || access(stop, F_OK) == 0 || t > 600)
+				break;
+			if (!told) {
+				FILE *f = fopen(aged, "w");
+				if (f)
+					fclose(f);
+				told = 1;
+			}
+		}
 		size_t k = tick % RING;
 		for (int j = 0; j < 3; j++)
 			free(ring[k][j]);

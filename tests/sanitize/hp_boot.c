@@ -6,6 +6,7 @@
  * sanitizer's back): dlsym and dladdr are replaced, in this translation
  * unit only, by a table of the functions themselves and by "not ours".
  */
+#define HP_ENTRY_RENAMED 1 /* its malloc is the driver's hp_malloc */
 #define dlsym hp_san_dlsym
 #define dladdr hp_san_dladdr
 #include "../../src/collect/bootstrap.c"

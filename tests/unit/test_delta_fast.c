@@ -405,6 +405,11 @@ TEST(fast_paths_equal_exact_paths)
 				sbuf in, of = {0}, os = {0};
 				snprintf(path, sizeof(path), "%s/%s", t_corpus(),
 				         seqs[q][i]);
+				/* the generated corpus has no pprof_testdata:
+				 * the sequence ends there (main says so) */
+				if (t_corpus_generated() &&
+				    strncmp(seqs[q][i], "pprof_testdata/", 15) == 0)
+					break;
 				REQUIRE(t_read_file(path, &in.p, &in.len) == 0);
 				int rf = heapprof_delta_compute(fast, in.p, in.len, 0,
 				                                sbuf_write, &of);
@@ -442,9 +447,14 @@ main(void)
 		fclose(f);
 		RUN(steady_state_zero_allocations_corpus);
 		RUN(fast_paths_equal_exact_paths);
+		if (t_corpus_generated())
+			T_SKIP_CORPUS("fast_paths_equal_exact_paths.pprof_testdata",
+			              "pprof_testdata/, legacy heap text");
 	} else {
-		printf("SKIP steady_state_zero_allocations_corpus: no corpus at %s\n",
-		       t_corpus());
+		T_SKIP_CORPUS("steady_state_zero_allocations_corpus",
+		              "nor build/corpus: sh tests/corpus/gen.sh");
+		T_SKIP_CORPUS("fast_paths_equal_exact_paths",
+		              "nor build/corpus: sh tests/corpus/gen.sh");
 	}
 	TEST_MAIN_END();
 }

@@ -492,7 +492,9 @@ check_build_id(const char *path)
 	char want[256], got[256];
 	int rc = readelf_build_id(path, want, sizeof(want));
 	if (rc == -1) {
-		printf("SKIP build_id %s: readelf not available\n", path);
+		char n[300];
+		snprintf(n, sizeof(n), "build_id %s", path);
+		T_SKIP_TOOL(n, "readelf", "binutils");
 		return;
 	}
 	int n = heapprof__elf_build_id(path, got, sizeof(got));

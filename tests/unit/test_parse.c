@@ -57,11 +57,13 @@ TEST(add_seq)
 
 TEST(many_files)
 {
-	CHECK_EQ(heapprof__many_files(0, 0), 0);
-	CHECK_EQ(heapprof__many_files(5, 0), 1);
-	CHECK_EQ(heapprof__many_files(0, SIGUSR2), 1);
-	CHECK_EQ(heapprof__many_files(0, SIGTERM), 0);
-	CHECK_EQ(heapprof__many_files(0, SIGINT), 0);
+	CHECK_EQ(heapprof__many_files(0, 0, 0), 0);
+	CHECK_EQ(heapprof__many_files(5, 0, 0), 1);
+	CHECK_EQ(heapprof__many_files(0, SIGUSR2, 0), 1);
+	CHECK_EQ(heapprof__many_files(0, SIGTERM, 0), 0);
+	CHECK_EQ(heapprof__many_files(0, SIGINT, 0), 0);
+	CHECK_EQ(heapprof__many_files(0, SIGTERM, 1), 1); /* growth or limit dumps */
+	CHECK_EQ(heapprof__many_files(0, 0, 1), 1);
 }
 
 static int main_argc;

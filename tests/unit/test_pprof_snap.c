@@ -630,8 +630,8 @@ main(void)
 		fclose(f);
 		RUN(corpus_sequences);
 	} else {
-		printf("SKIP corpus_sequences: no corpus at %s (set "
-		       "HEAPPROF_CORPUS)\n", t_corpus());
+		T_SKIP_CORPUS("corpus_sequences",
+		              "nor build/corpus: sh tests/corpus/gen.sh");
 	}
 	TEST_MAIN_END();
 }
