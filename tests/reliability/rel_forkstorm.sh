@@ -82,7 +82,7 @@ if command -v strace >/dev/null 2>&1; then
 		fi
 	fi
 else
-	skip rel.forkstorm.child_syscalls "strace not installed"
+	skip_tool rel.forkstorm.child_syscalls strace
 fi
 
 # Children that allocate after the fork keep their profiles.
