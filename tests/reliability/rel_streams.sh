@@ -17,6 +17,9 @@
 #   rel.streams.stdout.{preload,run}   stdout redirected to a file: it
 #                      holds >= 5 whole profiles one after another, each
 #                      decodes; nothing new in /dev
+#   rel.streams.{stdout,fifo}.concurrent  8 children write large exit
+#                      profiles at once: 9 whole profiles (the FIFO's were
+#                      interleaved with the stream's lock taken out)
 #   rel.streams.stdout.epipe  stdout a pipe without a reader: status 0,
 #                      not death by SIGPIPE
 #   rel.streams.cli.{null,stdout}  `heapprof convert -o /dev/null` (or
@@ -141,6 +144,23 @@ else
 	done
 fi
 
+# 8 children writing their (large) exit profiles at the same moment, to
+# /dev/stdout redirected to a file: 9 whole profiles
+if [ -n "$PRIVDEV" ]; then
+	n=stdout.concurrent
+	if run_t rel.streams.$n 120 $PRIVDEV $n env QUIET=1 HEAPPROF_RATE=1 \
+		HEAPPROF_OUT=/dev/stdout LD_PRELOAD="$LIB" "$P" burst 8 >"$d/$n.bin" 2>"$d/$n.err"; then
+		why=
+		if [ $RC = 125 ]; then
+			skip rel.streams.$n "the private /dev could not be set up: $(head -c 200 "$d/$n.err")"
+		elif [ $RC = 0 ] && why=$(same_dev $n) && why=$(members $n "$d/$n.bin" 9); then
+			pass rel.streams.$n
+		else
+			fail rel.streams.$n "status $RC; $why; $(head -c 300 "$d/$n.err")"
+		fi
+	fi
+fi
+
 # /dev/stdout, a pipe whose reader has gone (`| head`): the dump fails
 # (EPIPE, one warning), the program is not killed by SIGPIPE.
 if [ -n "$PRIVDEV" ]; then
@@ -209,17 +229,22 @@ done
 kill $rd $rd2 2>/dev/null
 wait
 
-# A FIFO read by a reader while periodic dumps and children write to it
-for how in preload run; do
+# A FIFO read by a reader while periodic dumps and children write to it;
+# and 8 children writing at the same moment (concurrent)
+for how in preload run concurrent; do
 	n=fifo.$how
 	mkdir -p "$d/$n"
 	f=$d/$n/fifo
 	mkfifo "$f"
 	timeout -k 5 120 cat "$f" >"$d/$n.bin" &
 	rd=$!
+	want=5
 	if [ $how = preload ]; then
 		set -- env HEAPPROF_RATE=1 HEAPPROF_INTERVAL=1 HEAPPROF_OUT="$f" \
 			LD_PRELOAD="$LIB" "$P" busy 2 3
+	elif [ $how = concurrent ]; then
+		want=9
+		set -- env HEAPPROF_RATE=1 HEAPPROF_OUT="$f" LD_PRELOAD="$LIB" "$P" burst 8
 	else
 		set -- "$HEAPPROF" run -r 1 -i 1 -o "$f" -- "$P" busy 2 3
 	fi
@@ -231,8 +256,8 @@ for how in preload run; do
 	wait $rd
 	others=$(ls "$d/$n" | grep -v '^fifo$' | tr '\n' ' ')
 	why=
-	if [ $RC = $BRC ] && cmp -s "$d/base.out" "$d/$n.out" && [ -z "$others" ] &&
-		why=$(members $n "$d/$n.bin" 5); then
+	if [ $RC = $BRC ] && { [ $how = concurrent ] || cmp -s "$d/base.out" "$d/$n.out"; } &&
+		[ -z "$others" ] && why=$(members $n "$d/$n.bin" $want); then
 		pass rel.streams.$n
 	else
 		fail rel.streams.$n "status $RC (vs $BRC); files beside the FIFO: $others; $why; $(head -c 300 "$d/$n.err")"

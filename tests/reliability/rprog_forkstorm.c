@@ -13,6 +13,8 @@
  *                (sampled at any rate) before exit(0).
  *   wide N       no fork: N allocations of N distinct sizes, each freed at
  *                once (at rate 1, N records: a profile of N samples).
+ *   burst K      K children at once, each making 5000 records of distinct
+ *                sizes (a large profile each) and exiting together.
  *   busy S K     K children that allocate (child_site) and exit, then S
  *                seconds of allocation in the parent (periodic dumps are
  *                taken by sampled allocations).
@@ -160,6 +162,32 @@ main(int argc, char **argv)
 		setitimer(ITIMER_REAL, &off, NULL);
 		while (wait(NULL) > 0 || errno == EINTR)
 			;
+	} else if (!strcmp(mode, "burst")) {
+		pid_t kids[256];
+		long k = n < 256 ? n : 256;
+		int go[2];
+		if (pipe(go) != 0)
+			return 1;
+		fflush(NULL);
+		for (long i = 0; i < k; i++) {
+			kids[i] = fork();
+			if (kids[i] == 0) {
+				char c;
+				close(go[1]);
+				for (long j = 0; j < 5000; j++)
+					free(child_site(16 + (size_t)j * 8));
+				/* all exit (and write) together */
+				while (read(go[0], &c, 1) < 0 && errno == EINTR)
+					;
+				exit(0);
+			}
+			if (kids[i] < 0)
+				return 1;
+		}
+		close(go[0]);
+		close(go[1]); /* end-of-file: every child goes on */
+		for (long i = 0; i < k; i++)
+			bad |= reap(kids[i]);
 	} else if (!strcmp(mode, "wide")) {
 		for (long i = 0; i < n; i++)
 			free(parent_site((int)(i % SITES), 16 + (size_t)i * 8));
