@@ -26,11 +26,14 @@ void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_read_file(const char *path, uint8_t **out, size_t *len);
 
 /* Output that never leaves a partial file: bytes go to PATH.tmp.PID and
- * are renamed over PATH on commit; "-" means stdout. */
+ * are renamed over PATH on commit; "-" means stdout. A stream (/dev/null,
+ * a FIFO, /dev/stdout: heapprof__out_stream) is written as it is, never
+ * through a temporary file renamed over it. */
 typedef struct cli_out {
 	int fd;
 	char *path, *tmp;
 	int err;
+	int close_fd; /* a stream opened here: closed on commit */
 } cli_out;
 int cli_out_open(cli_out *o, const char *path);
 int cli_out_write(void *ctx, const void *p, size_t n); /* heapprof_write_fn */

@@ -13,6 +13,7 @@
 
 #include "heapprof.h"
 #include "cli.h"
+#include "parse.h"
 #include "version.h"
 
 static const struct {
@@ -104,6 +105,16 @@ cli_out_open(cli_out *o, const char *path)
 		o->fd = 1;
 		return 0;
 	}
+	int s = heapprof__out_stream(path);
+	if (s >= 0) {
+		o->fd = s;
+		return 0;
+	}
+	if (s == HP_OUT_STREAM_PATH) {
+		o->fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+		o->close_fd = 1;
+		return o->fd < 0 ? -errno : 0;
+	}
 	o->path = strdup(path);
 	size_t n = strlen(path) + 32;
 	o->tmp = malloc(n);
@@ -146,6 +157,11 @@ int
 cli_out_commit(cli_out *o)
 {
 	int rc = o->err;
+	if (o->close_fd) {
+		if (close(o->fd) != 0 && !rc)
+			rc = -errno;
+		o->close_fd = 0;
+	}
 	if (!o->tmp)
 		return rc;
 	if (close(o->fd) != 0 && !rc)
@@ -163,6 +179,10 @@ cli_out_commit(cli_out *o)
 void
 cli_out_abort(cli_out *o)
 {
+	if (o->close_fd) {
+		close(o->fd);
+		o->close_fd = 0;
+	}
 	if (!o->tmp)
 		return;
 	close(o->fd);

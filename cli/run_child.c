@@ -433,10 +433,12 @@ cli_run_child(char **argv, int exit_dump)
 	}
 	child_pid = 0;
 	long empty = status_count();
-	/* HEAPPROF_QUIET=1: no line of ours on the program's stderr. */
+	/* HEAPPROF_QUIET=1: no line of ours on the program's stderr. A
+	 * stream (/dev/null, a FIFO, /dev/stdout) has no files to list. */
 	const char *quiet = getenv("HEAPPROF_QUIET");
+	int stream = tmpl && heapprof__out_stream(tmpl) != HP_OUT_FILE;
 	if (!exec_errno && tmpl && !(quiet && *quiet && strcmp(quiet, "0")))
-		report_empty(empty, report_files(tmpl, &since), tmpl,
+		report_empty(empty, stream ? 1 : report_files(tmpl, &since), tmpl,
 		             exit_dump && WIFEXITED(status));
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

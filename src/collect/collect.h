@@ -554,6 +554,21 @@ void heapprof__warn(const char *msg);
 void heapprof__warn_dup(const char *msg);
 /* Counters of things the profiler had to give up on. */
 extern HP_HIDDEN _Atomic uint64_t heapprof__dropped_samples;
+/* 1 in a fork child until it records or drops a sample of its own (or
+ * takes a dump): its exit profile would hold only its parent's records,
+ * which the parent writes anyway, and is not written (serve/dump.c; a
+ * fork storm's children each wrote a full profile, issue 29). Set by the
+ * atfork child handler (init.c), cleared by the sampled path; never
+ * written in a process that did not fork, so its line stays shared. */
+extern HP_HIDDEN _Atomic int heapprof__fork_clean;
+static inline void
+hp_fork_dirty(void)
+{
+	if (HP_UNLIKELY(atomic_load_explicit(&heapprof__fork_clean,
+	                                     memory_order_relaxed)))
+		atomic_store_explicit(&heapprof__fork_clean, 0,
+		                      memory_order_relaxed);
+}
 
 /* ending.c (libheapprof.so only, hence weak): the exit profile at SIGTERM,
  * SIGINT and _exit. init installs the handlers (after serve start);

@@ -251,9 +251,12 @@ atfork_parent(void)
 	}
 }
 
+_Atomic int heapprof__fork_clean;
+
 HP_RARE static void
 atfork_child(void)
 {
+	atomic_store_explicit(&heapprof__fork_clean, 1, memory_order_relaxed);
 	/* A new seed and a new distance: otherwise the parent and each of
 	 * its children (prefork workers) would sample at the same offsets. */
 	heapprof__sampler_reset(&heapprof__tls);

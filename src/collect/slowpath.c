@@ -83,6 +83,7 @@ record_alloc(hp_obj *o, hp_bucket *b, size_t size)
 	atomic_fetch_add_explicit(&b->alloc_bytes, (int64_t)size,
 	                          memory_order_relaxed);
 	o->bucket = b;
+	hp_fork_dirty();
 	heapprof__peak_alloc(b);
 	o->age_slot = heapprof__age_track(b);
 }
@@ -164,9 +165,11 @@ sampled_alloc(hp_tls *t, int64_t rate, size_t size, size_t align, bool zero,
 	}
 	/* Not recordable (no space for it, commit refused): counted, unless
 	 * no allocator could serve the size at all. */
-	if (!p && size <= PTRDIFF_MAX)
+	if (!p && size <= PTRDIFF_MAX) {
 		atomic_fetch_add_explicit(&heapprof__dropped_samples, 1,
 		                          memory_order_relaxed);
+		hp_fork_dirty();
+	}
 	hp_leave(t);
 	heapprof__serve_tick(t); /* a periodic or signal dump that is due */
 	errno = saved;

@@ -78,6 +78,9 @@ heapprof__parse_signal(const char *s, int *out)
 HP_HIDDEN int
 heapprof__tmpl_add_seq(char *t, size_t cap)
 {
+	/* A stream takes every dump as it is, one after another. */
+	if (heapprof__out_stream(t) != HP_OUT_FILE)
+		return 0;
 	size_t n = strlen(t);
 	for (size_t i = 0; i < n; i++) {
 		if (t[i] != '%')

@@ -24,9 +24,20 @@ int heapprof__many_files(int64_t interval, int sig, int other_dumps);
  * may write several files, gets ".%n" before its extension (.pb.gz, .heap,
  * .pb, .gz, else the last '.' of the base name, else at the end):
  * "out.pb.gz" -> "out.%n.pb.gz", "h.%p.pb.gz" -> "h.%p.%n.pb.gz", so the
- * files do not overwrite one another. 1 if inserted, 0 if already there, or
- * -ENAMETOOLONG (t unchanged). */
+ * files do not overwrite one another. 1 if inserted, 0 if already there
+ * or t names a stream (heapprof__out_stream), or -ENAMETOOLONG (t
+ * unchanged). */
 int heapprof__tmpl_add_seq(char *t, size_t cap);
+/* Does an output path name a stream, written as given (no ".PID" or ".N"
+ * inserted, no temporary file renamed over it)? N for /dev/stdin,
+ * /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N (0, 1, 2, N:
+ * written to that descriptor); HP_OUT_STREAM_PATH for an existing
+ * character device, FIFO or socket (not through a symbolic link: a link
+ * planted where a profile goes is replaced, never followed);
+ * HP_OUT_FILE (-1) otherwise (outpath.c). */
+#define HP_OUT_FILE (-1)
+#define HP_OUT_STREAM_PATH (-2)
+int heapprof__out_stream(const char *path);
 /* argv as /proc/self/cmdline shows it, NULs and newlines as spaces: the
  * arguments joined by one space, ending at the last non-empty one, cut to
  * cap - 1 bytes and NUL-terminated. */

@@ -136,6 +136,7 @@ dump_locked(const char *path_or_null)
 	}
 	if (rc == 0)
 		rc = write_file(path, path_or_null == NULL);
+	hp_fork_dirty(); /* a fork child that dumps writes its exit profile too */
 	if (rc != 0 && rc != -ECANCELED && !atomic_exchange(&write_warned, 1)) {
 		char msg[4400];
 		snprintf(msg, sizeof(msg),
@@ -212,23 +213,32 @@ dump_fn(void *path)
 	return dump_locked(path);
 }
 
-/* One file, with dump_lock held. SIGXFSZ is blocked meanwhile, so a
- * file-size limit fails the write with EFBIG (one warning) instead of
- * killing the program; a SIGXFSZ our write raised is discarded, one that
- * was already pending for the program is left alone. */
+/* One file, with dump_lock held. SIGXFSZ and SIGPIPE are blocked
+ * meanwhile, so a file-size limit fails the write with EFBIG, and a stream
+ * whose reader has gone (HEAPPROF_OUT=/dev/stdout into `| head`, a FIFO)
+ * with EPIPE (one warning), instead of killing the program; such a signal
+ * our write raised is discarded, one that was already pending for the
+ * program is left alone. */
 static int
 dump_file(const char *path, int own_stack)
 {
-	sigset_t xfsz, old, pend;
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-	int was_pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
+	static const int sigs[] = {SIGXFSZ, SIGPIPE};
+	sigset_t block, old, pend;
+	sigemptyset(&block);
+	for (int i = 0; i < 2; i++)
+		sigaddset(&block, sigs[i]);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	int have_pend = sigpending(&pend) == 0;
 	int rc = own_stack ? heapprof__on_dump_stack(dump_fn, (void *)path)
 	                   : dump_locked(path);
-	if (!was_pending) {
+	for (int i = 0; i < 2; i++) {
+		if (have_pend && sigismember(&pend, sigs[i]))
+			continue;
+		sigset_t one;
+		sigemptyset(&one);
+		sigaddset(&one, sigs[i]);
 		struct timespec zero = {0, 0};
-		while (sigtimedwait(&xfsz, NULL, &zero) == SIGXFSZ)
+		while (sigtimedwait(&one, NULL, &zero) == sigs[i])
 			;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -490,6 +500,18 @@ nothing_sampled(void)
 	                            memory_order_relaxed) == 0;
 }
 
+/* A fork child that sampled nothing since the fork, dumped nothing and
+ * was asked for no dump: its exit profile would be its parent's records
+ * (which the parent writes), at the cost of a whole dump in every child
+ * of a program that forks and exits in a loop. Counted as a process
+ * without samples (`heapprof run`'s summary; --write-empty writes it). */
+HP_RARE static int
+nothing_since_fork(void)
+{
+	return atomic_load_explicit(&heapprof__fork_clean, memory_order_relaxed) &&
+	       !atomic_load(&pending);
+}
+
 /* Tells `heapprof run` that this process wrote no exit profile: one byte
  * appended to HEAPPROF_RUN_STATUS, a file the run created (an absolute
  * path; never created here, no symbolic link followed, never blocks).
@@ -513,7 +535,8 @@ note_no_profile(void)
 static void
 exit_profile(int note)
 {
-	if (!heapprof__cfg.write_empty && nothing_sampled()) {
+	if (!heapprof__cfg.write_empty &&
+	    (nothing_sampled() || nothing_since_fork())) {
 		if (note)
 			note_no_profile();
 	} else if (lock_bounded(EXIT_WAIT_MS)) {
@@ -649,6 +672,7 @@ api_snapshot(heapprof_write_fn *write_fn, void *arg, const hp_snap_opts *o)
 	pthread_mutex_lock(&dump_lock);
 	pid_t me = getpid();
 	int rc = heapprof__snapshot_write_ex(write_fn, arg, o);
+	hp_fork_dirty();
 	run_due_locked();
 	unlock_from(me);
 	cancel_restore(cs);

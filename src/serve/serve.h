@@ -56,9 +56,13 @@ void heapprof__serve_atfork_child(int locked);
  * (some filesystems) PATH.tmp.PID is created exclusively (a file planted
  * there is removed, never reused). An existing PATH that is not a regular
  * file (a device such as /dev/null, a FIFO) is written in place, never
- * replaced. Nothing follows a symbolic link. */
+ * replaced, and /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N
+ * are the program's descriptor (common/outpath.c); a profile written to a
+ * stream is held whole against other processes' (an OFD lock). Nothing
+ * else follows a symbolic link. */
 typedef struct hp_out_file {
 	int fd;
+	int lock_fd;  /* a stream's lock, when it is not fd's; else -1 */
 	int unnamed;  /* O_TMPFILE */
 	int in_place; /* PATH itself */
 	char tmp[4200];

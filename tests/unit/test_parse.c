@@ -55,6 +55,22 @@ TEST(add_seq)
 	CHECK_STR(small, "abc.def");
 }
 
+/* Streams are written as named (issue 29 item 6): no ".N" for them. */
+TEST(streams)
+{
+	CHECK_EQ(heapprof__out_stream("/dev/stdout"), 1);
+	CHECK_EQ(heapprof__out_stream("/dev/stderr"), 2);
+	CHECK_EQ(heapprof__out_stream("/dev/fd/7"), 7);
+	CHECK_EQ(heapprof__out_stream("/proc/self/fd/12"), 12);
+	CHECK_EQ(heapprof__out_stream("/dev/fd/7x"), HP_OUT_FILE);
+	CHECK_EQ(heapprof__out_stream("/dev/fd/"), HP_OUT_FILE);
+	CHECK_EQ(heapprof__out_stream("/dev/null"), HP_OUT_STREAM_PATH);
+	CHECK_EQ(heapprof__out_stream("/nonexistent/x.pb.gz"), HP_OUT_FILE);
+	seq("/dev/null", "/dev/null", 0);
+	seq("/dev/stdout", "/dev/stdout", 0);
+	seq("/dev/fd/3", "/dev/fd/3", 0);
+}
+
 TEST(many_files)
 {
 	CHECK_EQ(heapprof__many_files(0, 0, 0), 0);
@@ -131,6 +147,7 @@ main(int argc, char **argv)
 	}
 	RUN(signals);
 	RUN(add_seq);
+	RUN(streams);
 	RUN(many_files);
 	RUN(join_args);
 	TEST_MAIN_END();
