@@ -65,13 +65,13 @@ $(B)/obj/%.o: %.c
 # endpoint, push: on the dump stack or their own threads) binds lazily, so
 # a process that never dumps never looks those symbols up (-z now cost
 # /bin/true ~60 k instructions of lookups).
-# snapshot.c, loaded_ids.c and age_split.c run only in dumps (on the dump stack, the
+# snapshot.c, loaded_ids.c, age_split.c and allocstats.c run only in dumps (on the dump stack, the
 # endpoint's thread, or an API caller's stack, which the encoder needs
 # anyway): lazy. So do
 # config.c and parse.c, which run once, in the constructor: a process
 # binds only the few of their calls it makes (101 -> 76 symbols bound at
 # load; /bin/true +104 k -> +90 k instructions, BENCHMARKS.md).
-EAGER_OBJ := $(filter-out %/snapshot.o %/loaded_ids.o %/age_split.o %/config.o,$(COLLECT_OBJ)) \
+EAGER_OBJ := $(filter-out %/snapshot.o %/loaded_ids.o %/age_split.o %/allocstats.o %/config.o,$(COLLECT_OBJ)) \
 	$(filter-out %/parse.o,$(COMMON_OBJ)) $(B)/obj/src/serve/dump.o $(B)/obj/src/serve/dump_stack.o
 $(EAGER_OBJ): ALLCFLAGS += -fno-plt
 SO_OBJ  := $(LIB_OBJ)
