@@ -122,6 +122,10 @@ $(B)/tests/test_collect_%: tests/unit/test_collect_%.c $(COLLECT_UNIT_OBJ) $(TOO
 $(B)/tests/test_http_req: tests/unit/test_http_req.c $(B)/obj/src/serve/http_req.o $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -Itests -Isrc/serve -o $@ $(filter %.c %.o,$^) $(LIBS)
+# top --error's arithmetic lives in the CLI (cli/top_err.c).
+$(B)/tests/test_top_err: tests/unit/test_top_err.c $(B)/obj/cli/top_err.o $(B)/obj/cli/top_fmt.o $(TOOL_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -Itests -Icli -o $@ $(filter %.c %.o,$^) $(LIBS)
 $(B)/tests/test_%: tests/unit/test_%.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -Itests -Isrc/ops -o $@ $(filter %.c %.o,$^) $(LIBS)

@@ -95,8 +95,9 @@ cli_top_err_init(top_err *e, pprof_dec *d, size_t vi)
 		return;
 	}
 	long cvi = klen ? find_type(d, type, klen, "objects") : -1;
-	if (cvi < 0 || (strcmp(type + klen, "objects") != 0 &&
-	                (n - klen != 5 || strncmp(type + klen, "space", 5)))) {
+	int objects = n - klen == 7 && !strncmp(type + klen, "objects", 7);
+	int space = n - klen == 5 && !strncmp(type + klen, "space", 5);
+	if (cvi < 0 || !(objects || space)) {
 		snprintf(e->why, sizeof(e->why),
 		         "%.*s is not a count of sampled objects (intervals are "
 		         "given for inuse_* and alloc_*)",
@@ -120,11 +121,16 @@ cli_top_err_init(top_err *e, pprof_dec *d, size_t vi)
 	pprof_sample_iter it;
 	pprof_sample s;
 	int64_t b;
-	int found = 0;
+	int found = 0, bytes = 0;
 	heapprof__pprof_samples(d, &it);
-	while (!found && heapprof__pprof_sample_next(d, &it, &s) == 0)
+	while (!found && heapprof__pprof_sample_next(d, &it, &s) == 0) {
 		found = bytes_label(d, &s, &b);
-	if (!found && d->nsamples) {
+		if (e->space_vi >= 0 && s.values[e->space_vi] != 0)
+			bytes = 1;
+	}
+	/* Without labels only zero-byte objects (which heapprof writes
+	 * without one) are known to be of size 0, sampled as 1 byte. */
+	if (!found && bytes) {
 		snprintf(e->why, sizeof(e->why),
 		         "its samples carry no \"bytes\" label (the object size "
 		         "heapprof and Go write), so the sampled counts are unknown");
