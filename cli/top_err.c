@@ -345,7 +345,8 @@ cli_top_mem_line(const top_mem *m, double heap, double half, int exact,
 	         fr < 0 ? "; the estimate exceeds what the allocator and "
 	                  "heapprof hold"
 	                : "",
-	         other < 0 ? "; the allocator holds memory that is not "
-	                     "resident (never touched, or swapped out)"
+	         other < 0 ? "; some of what the allocator and heapprof "
+	                     "hold is not resident (never touched, or "
+	                     "swapped out)"
 	                   : "");
 }
