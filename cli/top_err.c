@@ -342,9 +342,10 @@ cli_top_mem_line(const top_mem *m, double heap, double half, int exact,
 	         "Memory: RSS %s = heap in use %s (%s) + %s free and overhead "
 	         "%s + heapprof %s + other %s%s%s",
 	         r, h, est, m->allocator, f, p, o,
-	         fr < 0 ? "; the estimate exceeds what the allocator and "
-	                  "heapprof hold"
-	                : "",
+	         fr < 0 && (half < 0 || -fr > half)
+	                 ? "; the estimate exceeds, by more than its interval, "
+	                   "what the allocator and heapprof hold"
+	                 : "",
 	         other < 0 ? "; some of what the allocator and heapprof "
 	                     "hold is not resident (never touched, or "
 	                     "swapped out)"

@@ -252,9 +252,14 @@ TEST(reconciliation_line)
 	CHECK(strstr(line, "heap in use 6MB (exact) + glibc free and overhead "
 	                   "10MB + heapprof 3MB + other 1MB") != NULL);
 	/* An estimate above what the allocator holds says so. */
-	cli_top_mem_line(&m, 31457280, 0, 0, 0, line, sizeof(line));
+	cli_top_mem_line(&m, 31457280, 1048576, 0, 0, line, sizeof(line));
 	CHECK(strstr(line, "free and overhead -20MB") != NULL);
-	CHECK(strstr(line, "exceeds what the allocator") != NULL);
+	CHECK(strstr(line, "exceeds, by more than its interval, what the "
+	                   "allocator") != NULL);
+	/* ... but not when within the interval. */
+	cli_top_mem_line(&m, 11534336, 2097152, 0, 0, line, sizeof(line));
+	CHECK(strstr(line, "free and overhead -1MB") != NULL);
+	CHECK(strstr(line, "exceeds") == NULL);
 	heapprof__pprof_dec_free(&d);
 	free(o.p);
 
