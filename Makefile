@@ -65,14 +65,14 @@ $(B)/obj/%.o: %.c
 # endpoint, push: on the dump stack or their own threads) binds lazily, so
 # a process that never dumps never looks those symbols up (-z now cost
 # /bin/true ~60 k instructions of lookups).
-# snapshot.c, loaded_ids.c and age_split.c run only in dumps (on the dump stack, the
+# snapshot.c, loaded_ids.c, age_split.c and allocstats.c run only in dumps (on the dump stack, the
 # endpoint's thread, or an API caller's stack, which the encoder needs
 # anyway): lazy. So do unloaded.c and unload_hook.c (dumps, and the
 # program's dlclose, never inside malloc), and
 # config.c and parse.c, which run once, in the constructor: a process
 # binds only the few of their calls it makes (101 -> 76 symbols bound at
 # load; /bin/true +104 k -> +90 k instructions, BENCHMARKS.md).
-EAGER_OBJ := $(filter-out %/snapshot.o %/loaded_ids.o %/age_split.o %/config.o %/unloaded.o %/unload_hook.o,$(COLLECT_OBJ)) \
+EAGER_OBJ := $(filter-out %/snapshot.o %/loaded_ids.o %/age_split.o %/allocstats.o %/config.o %/unloaded.o %/unload_hook.o,$(COLLECT_OBJ)) \
 	$(filter-out %/parse.o,$(COMMON_OBJ)) $(B)/obj/src/serve/dump.o $(B)/obj/src/serve/dump_stack.o
 $(EAGER_OBJ): ALLCFLAGS += -fno-plt
 SO_OBJ  := $(LIB_OBJ)
@@ -124,6 +124,10 @@ $(B)/tests/test_collect_%: tests/unit/test_collect_%.c $(COLLECT_UNIT_OBJ) $(TOO
 $(B)/tests/test_http_req: tests/unit/test_http_req.c $(B)/obj/src/serve/http_req.o $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -Itests -Isrc/serve -o $@ $(filter %.c %.o,$^) $(LIBS)
+# top --error's arithmetic lives in the CLI (cli/top_err.c).
+$(B)/tests/test_top_err: tests/unit/test_top_err.c $(B)/obj/cli/top_err.o $(B)/obj/cli/top_fmt.o $(TOOL_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -Itests -Icli -o $@ $(filter %.c %.o,$^) $(LIBS)
 $(B)/tests/test_%: tests/unit/test_%.c $(TOOL_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -Itests -Isrc/ops -o $@ $(filter %.c %.o,$^) $(LIBS)

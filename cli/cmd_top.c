@@ -8,6 +8,7 @@
  * as pprof's profile.Merge does; sums wrap as Go's int64 arithmetic.
  */
 #include <errno.h>
+#include <math.h>
 #include <regex.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,14 +22,18 @@
 #include "strbuf.h"
 #include "pprof_dec.h"
 #include "prof_names.h"
+#include "top_err.h"
 #include "top_fmt.h"
+
+#define PM "\xc2\xb1" /* the plus-minus sign, in UTF-8 */
 
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: heapprof top [-n N] [--sample-index TYPE] [--min-age AGE] "
-	        "FILE\n"
+	        "usage: heapprof top [-n N] [--sample-index TYPE] [--base OLD] "
+	        "[--focus REGEX]\n"
+	        "                    [--min-age AGE] [--error] FILE\n"
 	        "\n"
 	        "Prints the functions of a profile.proto file (gzip'd or not)\n"
 	        "with the largest flat values, like `go tool pprof -top`: flat,\n"
@@ -52,6 +57,13 @@ usage(FILE *f)
 	        "                       0 1s 2s 5s 10s 30s 1m 2m 5m 10m 30m 1h\n"
 	        "                       2h 6h 12h 1d 2d 7d 30d); default type\n"
 	        "                       inuse_space\n"
+	        "  --error              also the 95%% interval of the total and of\n"
+	        "                       each row's flat and cum (from the sample\n"
+	        "                       counts; 'exact' at rate 1), and a line\n"
+	        "                       reconciling the in-use estimate with the\n"
+	        "                       RSS and the allocator's figures heapprof\n"
+	        "                       records (without it the output is\n"
+	        "                       go tool pprof -top's, byte for byte)\n"
 	        "  FILE                 the profile ('-': stdin)\n");
 }
 
@@ -64,6 +76,7 @@ typedef struct node {
 	int kept;     /* printed: takes part in the edge pass */
 	int focus;    /* the name matches --focus */
 	int in_inline, in_call; /* kinds of incoming edges among kept nodes */
+	double flat_var, cum_var; /* --error: the estimators' variances */
 } node;
 
 /* A merged sample: its key at keys[key .. key + klen) starts with the
@@ -74,6 +87,7 @@ typedef struct msample {
 	int is_base; /* labelled pprof::base=true (a -diff_base sample) */
 	int young;   /* --min-age: no age_s label of at least min_age */
 	int64_t v;
+	double var; /* --error: the variance of v (top_err.c) */
 } msample;
 
 typedef struct top {
@@ -82,6 +96,9 @@ typedef struct top {
 	const char *focus_text;
 	int64_t min_age; /* --min-age in seconds, or -1 */
 	size_t aged;     /* samples with an age_s label */
+	top_err *err;    /* --error, or NULL */
+	int err_base;    /* --error with --base: no intervals */
+	double total_var, sampled; /* --error: of the total; objects sampled */
 	cli_names nm;
 	node *nodes; /* one per name id of nm */
 	size_t nnodes;
@@ -251,6 +268,12 @@ merge_sample(top *t, const pprof_sample *s, size_t vi)
 	}
 	if (l != lb)
 		free(l);
+	double var = 0;
+	if (t->err && t->err->kind == TOP_ERR_SAMPLED) {
+		double n, size;
+		var = cli_top_err_var(t->err, &t->d, s, &n, &size);
+		t->sampled += n;
+	}
 	if ((t->nms + 1) * 2 > t->nslots && (rc = grow_slots(t)))
 		return rc;
 	size_t j = key_hash(k, klen) & (t->nslots - 1);
@@ -259,6 +282,7 @@ merge_sample(top *t, const pprof_sample *s, size_t vi)
 		if (m->klen == klen &&
 		    !memcmp(t->keys + m->key, k, klen * sizeof(*k))) {
 			m->v = add64(m->v, s->values[vi]);
+			m->var += var;
 			return 0;
 		}
 	}
@@ -275,7 +299,7 @@ merge_sample(top *t, const pprof_sample *s, size_t vi)
 		t->aged++;
 	t->ms[t->nms] = (msample){t->nkeys, (uint32_t)klen, is_base,
 	                          t->min_age >= 0 && age < t->min_age,
-	                          s->values[vi]};
+	                          s->values[vi], var};
 	t->slots[j] = (uint32_t)++t->nms;
 	t->nkeys += klen;
 	return 0;
@@ -306,6 +330,7 @@ accumulate(top *t, int64_t *total)
 		int64_t v = m->v;
 		/* pprof's total counts every sample, focused or not. */
 		all = add64(all, abs64(v));
+		t->total_var += m->var;
 		if (m->is_base)
 			base = add64(base, abs64(v));
 		if (v == 0 || m->young || !focused(t, m))
@@ -325,11 +350,14 @@ accumulate(top *t, int64_t *total)
 				if (n->stamp != stamp) {
 					n->stamp = stamp;
 					n->cum = add64(n->cum, v);
+					n->cum_var += m->var;
 				}
 			}
 		}
-		if (leaf)
+		if (leaf) {
 			leaf->flat = add64(leaf->flat, v);
+			leaf->flat_var += m->var;
+		}
 	}
 	*total = base > 0 ? base : all;
 	return 0;
@@ -498,6 +526,57 @@ check_age(const top *t, const char *path, size_t vi)
 	return 0;
 }
 
+/* "+-" and the 95% half-width of variance var, in the report's unit. */
+static void
+pm_value(const top_fmt *f, double var, char *out, size_t cap)
+{
+	char v[40];
+	cli_top_fmt_value(f, (int64_t)llround(cli_top_err_half(var)), v,
+	                  sizeof(v));
+	snprintf(out, cap, "\xc2\xb1%s", v);
+}
+
+/* --error: the interval of the total (or why there is none) and the
+ * reconciliation line, before the column header. */
+static void
+print_error_lines(top *t, const top_fmt *f, int64_t total, const char *path)
+{
+	const top_err *e = t->err;
+	char a[48], r[48];
+	if (e->kind == TOP_ERR_EXACT) {
+		printf("Error: none, the values are exact (rate 1: every "
+		       "allocation was recorded)\n");
+	} else if (e->kind == TOP_ERR_SAMPLED) {
+		double half = cli_top_err_half(t->total_var);
+		pm_value(f, t->total_var, a, sizeof(a));
+		cli_top_scaled_label(e->rate, "bytes", "auto", r, sizeof(r));
+		char rel[32] = "";
+		if (total != 0)
+			snprintf(rel, sizeof(rel), " (\xc2\xb1%.1f%%)",
+			         100.0 * half / fabs((double)total));
+		char tv[48];
+		cli_top_fmt_value(f, total, tv, sizeof(tv));
+		printf("Error: total %s %s%s, a 95%% interval from %.0f sampled "
+		       "objects at rate %s; rows: " PM "flat, " PM "cum\n",
+		       tv, a, rel, t->sampled, r);
+	} else {
+		printf("Error: no interval: %s\n", e->why);
+	}
+	if (t->err_base)
+		return;
+	top_mem m;
+	cli_top_mem_parse(&t->d, &m);
+	if (!m.have)
+		return;
+	double heap, half, sampled;
+	int exact;
+	cli_top_err_inuse(&t->d, &heap, &half, &exact, &sampled);
+	char line[600];
+	cli_top_mem_line(&m, heap, half, exact, sampled, line, sizeof(line));
+	printf("%s\n", line);
+	(void)path;
+}
+
 /* Decodes, aggregates and prints. Returns the exit status. */
 static int
 run_top(top *t, const uint8_t *buf, size_t len, const char *path,
@@ -517,6 +596,14 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 	if (!sample_index)
 		cli_note_empty_inuse(d, "top", path, vi);
 	int64_t total = 0;
+	if (t->err && t->err_base) {
+		memset(t->err, 0, sizeof(*t->err));
+		snprintf(t->err->why, sizeof(t->err->why),
+		         "with --base (a difference of two profiles of the same "
+		         "objects)");
+	} else if (t->err) {
+		cli_top_err_init(t->err, d, (size_t)vi);
+	}
 	if ((rc = build_nodes(t)) || (rc = merge_samples(t, (size_t)vi)) ||
 	    (rc = accumulate(t, &total))) {
 		cli_err("top: %s: %s", path, heapprof_strerror(rc));
@@ -629,8 +716,15 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 		if (kept > 0 && kept < orig)
 			printf("Showing top %zu nodes out of %zu\n", kept, orig);
 	}
-	printf("%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum", "cum",
-	       "cum");
+	int cols = t->err && t->err->kind == TOP_ERR_SAMPLED;
+	if (t->err)
+		print_error_lines(t, &f, total, path);
+	if (cols)
+		printf("%10s %5s%% %5s%% %10s %5s%% %11s %11s\n", "flat", "flat",
+		       "sum", "cum", "cum", PM "flat", PM "cum");
+	else
+		printf("%10s %5s%% %5s%% %10s %5s%%\n", "flat", "flat", "sum",
+		       "cum", "cum");
 	int64_t sum = 0;
 	for (size_t i = 0; i < kept; i++) {
 		char fp[16], sp[16], cp[16];
@@ -640,6 +734,18 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 		cli_top_percent(g[i]->flat, total, fp, sizeof(fp));
 		cli_top_percent(sum, total, sp, sizeof(sp));
 		cli_top_percent(g[i]->cum, total, cp, sizeof(cp));
+		char ef[48] = "", ec[48] = "";
+		if (cols) {
+			/* "+-" is two bytes, one column: width 11 is 10. */
+			pm_value(&f, g[i]->flat_var, ef, sizeof(ef));
+			pm_value(&f, g[i]->cum_var, ec, sizeof(ec));
+			printf("%10s %s %s %10s %s %11s %11s  %s%s\n", a, fp, sp,
+			       b, cp, ef, ec, g[i]->name,
+			       !g[i]->in_inline ? ""
+			       : g[i]->in_call  ? " (partial-inline)"
+			                        : " (inline)");
+			continue;
+		}
 		printf("%10s %s %s %10s %s  %s%s\n", a, fp, sp, b, cp,
 		       g[i]->name,
 		       !g[i]->in_inline ? ""
@@ -690,6 +796,8 @@ cli_top(int argc, char **argv)
 	const char *focus = NULL;
 	long max_nodes = 0;
 	int64_t min_age = -1;
+	int want_err = 0;
+	top_err err;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -738,6 +846,8 @@ cli_top(int argc, char **argv)
 				        "10m, 1h, 1d)");
 				return 2;
 			}
+		} else if (!strcmp(a, "--error") || !strcmp(a, "-error")) {
+			want_err = 1;
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("top: unknown option '%s' (see heapprof top --help)",
 			        a);
@@ -772,6 +882,10 @@ cli_top(int argc, char **argv)
 	top t;
 	memset(&t, 0, sizeof(t));
 	t.min_age = min_age;
+	if (want_err) {
+		t.err = &err;
+		t.err_base = base != NULL;
+	}
 	if (min_age >= 0 && !sample_index)
 		sample_index = "inuse_space";
 	regex_t re;

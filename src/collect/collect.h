@@ -452,6 +452,12 @@ int heapprof__age_split_records(const heapprof_record *recs, size_t n,
                                 struct heapprof__age_split *out);
 void heapprof__age_split_free(struct heapprof__age_split *s);
 
+/* ------------------------------------------------------------ allocstats.c */
+/* The "heapprof: memory: rss=... allocator=..." comment of a profile
+ * (RSS, the next allocator's statistics; left out in a handler). Dumps
+ * only. */
+void heapprof__memory_comment(char *buf, size_t cap);
+
 /* ------------------------------------------------------------ snapshot.c */
 /* Nonzero while this thread dumps from a signal handler of ours (the dump
  * signal, SIGTERM/SIGINT) or from _exit: the snapshot then never takes the

@@ -420,8 +420,12 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	char c3[600];
 	snprintf(c3, sizeof(c3), "heapprof: pid=%ld cmdline=%s", (long)getpid(),
 	         heapprof__cmdline);
+	/* RSS and the next allocator's figures (allocstats.c), for
+	 * `heapprof top --error`'s reconciliation line. */
+	char c4[300];
+	heapprof__memory_comment(c4, sizeof(c4));
 	/* The first comment names the build ("heapprof 0.1 (commit ...)"). */
-	const char *comments[4] = {heapprof__version_string(), c1, c2, c3};
+	const char *comments[5] = {heapprof__version_string(), c1, c2, c3, c4};
 
 	heapprof_heap_profile p;
 	memset(&p, 0, sizeof(p));
@@ -481,7 +485,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 		}
 	}
 	p.comments = comments;
-	p.ncomments = 4;
+	p.ncomments = 5;
 	unsigned flags = HEAPPROF_ENCODE_GZIP;
 	if (o->kind != HP_SNAP_FULL)
 		flags |= HEAPPROF_ENCODE_DROP_ZERO;
