@@ -1,7 +1,8 @@
 #!/bin/sh
 # The preload library's shape: it exports only the malloc family, the
 # signal and _exit functions of src/collect/ending.c, pthread_getattr_np
-# (interpose.c: a first sample inside it must not ask it again), and the
+# (interpose.c: a first sample inside it must not ask it again), dlclose
+# (unload_hook.c: a plugin's sampled frames kept past its unloading), and the
 # heapprof_ API; its thread state is initial-exec TLS (a TPOFF relocation,
 # no __tls_get_addr, which may allocate); libunwind is not a link-time
 # dependency (it is dlopen'ed RTLD_LOCAL, so its _Unwind_* symbols never
@@ -14,11 +15,11 @@ if ! command -v readelf >/dev/null || ! command -v objdump >/dev/null; then
 	skip_tool capture_abi "readelf or objdump" binutils
 	exit 0
 fi
-allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|bsd_signal|ssignal|sysv_signal|__sysv_signal|_exit|_Exit|pthread_getattr_np|heapprof_[a-z_]+)$'
+allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|bsd_signal|ssignal|sysv_signal|__sysv_signal|_exit|_Exit|pthread_getattr_np|dlclose|heapprof_[a-z_]+)$'
 bad=$(nm -D --defined-only "$LIB" | awk '{print $3}' | grep -Ev "$allowed")
 if [ -z "$bad" ]; then pass abi.exports; else fail abi.exports "unexpected exports: $bad"; fi
 for f in malloc free calloc realloc posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size reallocarray \
-	sigaction signal _exit _Exit pthread_getattr_np; do
+	sigaction signal _exit _Exit pthread_getattr_np dlclose; do
 	nm -D --defined-only "$LIB" | awk '{print $3}' | grep -qx "$f" || { fail "abi.exports.$f" "missing"; }
 done
 if readelf -r "$LIB" | grep -q 'R_X86_64_TPOFF64' && ! readelf -r "$LIB" | grep -q 'DTPMOD64' &&
