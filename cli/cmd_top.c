@@ -28,7 +28,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: heapprof top [-n N] [--sample-index TYPE] [--base OLD]\n"
+	        "usage: heapprof top [-n|--nodecount N] [--sample-index TYPE] [--base OLD]\n"
 	        "                    [--focus REGEX] [--hide REGEX] "
 	        "[--no-default-hide]\n"
 	        "                    [--min-age AGE] FILE\n"
