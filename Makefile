@@ -49,10 +49,16 @@ ITEST_BIN := $(patsubst tests/integration/%.c,$(B)/tests/%,$(ITEST_C)) \
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
-.PHONY: all test demo deps deps-test clean fuzz bench
+.PHONY: all test demo deps deps-test clean fuzz bench check-deps
 all: $(B)/libheapprof.so $(B)/libheapprof.a $(B)/heapprof
 
-$(B)/obj/%.o: %.c
+# The headers a build needs and their Debian packages: a missing one stops
+# `make` before any compiler error, naming the packages (tools/check-deps.sh).
+DEP_HEADERS := zlib.h:zlib1g-dev elfutils/libdw.h:libdw-dev dwarf.h:libdw-dev
+check-deps:
+	@sh tools/check-deps.sh "$(CC)" $(DEP_HEADERS)
+
+$(B)/obj/%.o: %.c | check-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -c $< -o $@
 

@@ -14,13 +14,15 @@
 #include "cli.h"
 #include "fold.h"
 #include "prof_names.h"
+#include "hide.h"
 #include "strbuf.h"
 
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: heapprof collapse [--sample-index TYPE] [-o OUT] FILE\n"
+	        "usage: heapprof collapse [--sample-index TYPE] [--hide REGEX]\n"
+	        "                         [--no-default-hide] [-o OUT] FILE\n"
 	        "\n"
 	        "Writes the stacks of a profile.proto file (gzip'd or not) as\n"
 	        "folded stacks, one line per distinct stack:\n"
@@ -39,6 +41,7 @@ usage(FILE *f)
 	        "                       alloc_space, inuse_objects, ...) or an\n"
 	        "                       index; default: the profile's\n"
 	        "                       default_sample_type, else the last type\n"
+	        CLI_HIDE_USAGE
 	        "  -o OUT               output file (default '-': stdout); never\n"
 	        "                       left half-written\n"
 	        "  FILE                 the profile ('-': stdin)\n");
@@ -123,6 +126,7 @@ int
 cli_collapse(int argc, char **argv)
 {
 	const char *path = NULL, *out = "-", *sample_index = NULL;
+	int hopt;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -144,6 +148,9 @@ cli_collapse(int argc, char **argv)
 			sample_index = a + 15;
 		} else if (!strncmp(a, "-sample_index=", 14)) {
 			sample_index = a + 14;
+		} else if ((hopt = cli_hide_option("collapse", argc, argv, &i))) {
+			if (hopt < 0)
+				return 2;
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("collapse: unknown option '%s' (see heapprof "
 			        "collapse --help)", a);

@@ -21,7 +21,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: heapprof convert IN [-o OUT] [--to pprof|text] [--raw]\n"
+	        "usage: heapprof convert IN [-o|--output OUT] [--to pprof|text] [--raw]\n"
 	        "\n"
 	        "Converts a heap profile between the legacy text formats and\n"
 	        "profile.proto. IN may be gzip'd; '-' reads stdin.\n"

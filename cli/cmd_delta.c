@@ -24,7 +24,7 @@ static void
 delta_usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: heapprof delta [--types T1,T2,...] [--raw] OLD NEW -o OUT\n"
+	        "usage: heapprof delta [--types T1,T2,...] [--raw] OLD NEW -o|--output OUT\n"
 	        "\n"
 	        "Writes NEW minus OLD for the cumulative sample types and NEW's own\n"
 	        "values for the others (e.g. inuse_* of heap profiles), as a\n"

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hide.h"
 #include "heapprof.h"
 #include "cli.h"
 #include "fold.h"
@@ -26,7 +27,8 @@ usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: heapprof flame [--base OLD] [--sample-index TYPE]\n"
-	        "                      [--title TEXT] -o OUT FILE\n"
+	        "                      [--hide REGEX] [--no-default-hide]\n"
+	        "                      [--title TEXT] -o|--output OUT FILE\n"
 	        "\n"
 	        "Writes the profile.proto file FILE (gzip'd or not) as one\n"
 	        "self-contained HTML page (no network, no external script) with\n"
@@ -41,6 +43,7 @@ usage(FILE *f)
 	        "  --sample-index TYPE  the sample type shown first (a name or an\n"
 	        "                       index; default: default_sample_type,\n"
 	        "                       else the last type)\n"
+	        CLI_HIDE_USAGE
 	        "  --title TEXT         the page's title (default: FILE's name)\n"
 	        "  -o OUT               the HTML file ('-': stdout); never left\n"
 	        "                       half-written\n"
@@ -294,6 +297,7 @@ int
 cli_flame(int argc, char **argv)
 {
 	opts o = {0};
+	int hopt;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char **dst = NULL;
@@ -315,6 +319,9 @@ cli_flame(int argc, char **argv)
 			o.sample_index = a + 15;
 		} else if (!strncmp(a, "--base=", 7)) {
 			o.base = a + 7;
+		} else if ((hopt = cli_hide_option("flame", argc, argv, &i))) {
+			if (hopt < 0)
+				return 2;
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("flame: unknown option '%s' (see heapprof flame "
 			        "--help)", a);

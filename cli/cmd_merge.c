@@ -18,7 +18,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: heapprof merge [-o OUT] [--raw] [--scale R:FILE]... "
+	        "usage: heapprof merge [-o|--output OUT] [--raw] [--scale R:FILE]... "
 	        "[--base FILE] IN...\n"
 	        "\n"
 	        "Merges profile.proto files (gzip'd or not) with the same sample\n"

@@ -25,7 +25,9 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: heapprof symbolize [OPTIONS] IN [-o OUT]\n"
+	        "usage: heapprof symbolize [--binary-path DIR]... [--debug-dir DIR]...\n"
+	        "                          [--force] [--demangle MODE] [--raw]\n"
+	        "                          IN [-o|--output OUT]\n"
 	        "\n"
 	        "Adds function names, source files, line numbers and inlined\n"
 	        "frames (from DWARF, with elfutils' libdw) to the locations of a\n"

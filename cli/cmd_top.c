@@ -24,6 +24,7 @@
 #include "prof_names.h"
 #include "top_err.h"
 #include "top_fmt.h"
+#include "hide.h"
 
 #define PM "\xc2\xb1" /* the plus-minus sign, in UTF-8 */
 
@@ -31,8 +32,9 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: heapprof top [-n N] [--sample-index TYPE] [--base OLD] "
-	        "[--focus REGEX]\n"
+	        "usage: heapprof top [-n|--nodecount N] [--sample-index TYPE] [--base OLD]\n"
+	        "                    [--focus REGEX] [--hide REGEX] "
+	        "[--no-default-hide]\n"
 	        "                    [--min-age AGE] [--error] FILE\n"
 	        "\n"
 	        "Prints the functions of a profile.proto file (gzip'd or not)\n"
@@ -51,6 +53,7 @@ usage(FILE *f)
 	        "                       subtracted, stack by stack, then merged)\n"
 	        "  --focus REGEX        only samples with a frame whose function\n"
 	        "                       name matches REGEX (POSIX extended)\n"
+	        CLI_HIDE_USAGE
 	        "  --min-age AGE        only in-use samples whose objects were\n"
 	        "                       allocated at least AGE ago (600, 600s,\n"
 	        "                       10m, 1h, 1d: the age_s labels; classes\n"
@@ -691,10 +694,13 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 		}
 		printf("Duration: %s, Total samples = %s %s\n", a, b, ratio);
 	}
-	if (t->focus_text || t->min_age >= 0)
+	const char *hide = cli_hide_active();
+	if (t->focus_text || hide || t->min_age >= 0)
 		printf("Active filters:\n");
 	if (t->focus_text)
-		printf("   focus=%s\n", t->focus_text);
+		cli_hide_print_filter("focus", t->focus_text);
+	if (hide)
+		cli_hide_print_filter("hide", hide);
 	if (t->min_age >= 0) /* what go tool pprof calls it */
 		printf("   tagfocus=age_s=%llds:\n", (long long)t->min_age);
 	int64_t shown = 0;
@@ -798,6 +804,7 @@ cli_top(int argc, char **argv)
 	int64_t min_age = -1;
 	int want_err = 0;
 	top_err err;
+	int hopt;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -848,6 +855,9 @@ cli_top(int argc, char **argv)
 			}
 		} else if (!strcmp(a, "--error") || !strcmp(a, "-error")) {
 			want_err = 1;
+		} else if ((hopt = cli_hide_option("top", argc, argv, &i))) {
+			if (hopt < 0)
+				return 2;
 		} else if (a[0] == '-' && a[1]) {
 			cli_err("top: unknown option '%s' (see heapprof top --help)",
 			        a);

@@ -15,6 +15,7 @@
 #include "strbuf.h"
 #include "demangle.h"
 #include "prof_names.h"
+#include "hide.h"
 
 static uint64_t
 hash_name(const char *s, size_t n)
@@ -228,7 +229,7 @@ cli_names_build(cli_names *nm, pprof_dec *d)
 			return rc;
 		nm->loc_count[i] = (uint32_t)nm->nloc_ids - nm->loc_first[i];
 	}
-	return 0;
+	return cli_hide_names(nm, d->nlocs); /* --hide, the wrapper list */
 }
 
 void

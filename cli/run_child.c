@@ -359,6 +359,22 @@ report_empty(long n, size_t files, const char *tmpl, int exit_dump)
 		cli_err("no profile was written to %s", tmpl);
 }
 
+/* The program died of a signal (abort, a crash, a kill) and no profile
+ * of it is on disk: say so, or the run ends without a word. */
+static void
+report_death(const char *cmd, int sig)
+{
+	const char *abbrev = sigabbrev_np(sig);
+	char name[32];
+	if (abbrev)
+		snprintf(name, sizeof(name), "SIG%s", abbrev);
+	else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(name, sizeof(name), "SIGRTMIN+%d", sig - SIGRTMIN);
+	else
+		snprintf(name, sizeof(name), "signal %d", sig);
+	cli_err("%s died of %s before writing a profile", cmd, name);
+}
+
 /* ------------------------------------------------------ parent and child */
 
 static volatile sig_atomic_t child_pid;
@@ -437,9 +453,12 @@ cli_run_child(char **argv, int exit_dump)
 	 * stream (/dev/null, a FIFO, /dev/stdout) has no files to list. */
 	const char *quiet = getenv("HEAPPROF_QUIET");
 	int stream = tmpl && heapprof__out_stream(tmpl) != HP_OUT_FILE;
-	if (!exec_errno && tmpl && !(quiet && *quiet && strcmp(quiet, "0")))
-		report_empty(empty, stream ? 1 : report_files(tmpl, &since), tmpl,
-		             exit_dump && WIFEXITED(status));
+	if (!exec_errno && tmpl && !(quiet && *quiet && strcmp(quiet, "0"))) {
+		size_t files = stream ? 1 : report_files(tmpl, &since);
+		report_empty(empty, files, tmpl, exit_dump && WIFEXITED(status));
+		if (WIFSIGNALED(status) && !files)
+			report_death(argv[0], WTERMSIG(status));
+	}
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	/* Die of the program's signal, as a shell expects (no core of ours). */

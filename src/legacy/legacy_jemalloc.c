@@ -25,7 +25,22 @@
  * equals its in-use pair or is 0, then objects/space), the "bytes" label and
  * mapping rules of legacy_heap.c / legacy_maps.c, and every address minus 1
  * (jeprof leaves the leaf address as is; pprof convention is a call-site
- * address for every frame). Stricter than jeprof: a non-blank line that is
+ * address for every frame).
+ *
+ * The allocator's own frames: every stack in a dump is taken by jemalloc
+ * itself, so it starts inside jemalloc (its backtrace code, its entry
+ * point). jeprof names each frame (nm -D on a stripped library gives each
+ * address the nearest exported symbol before it) and throws away, leaf
+ * first, everything up to and including the last frame named as an
+ * allocator entry point (malloc, calloc, realloc, mallocx, rallocx,
+ * posix_memalign, operator new, ...); its flat then falls on the program's
+ * function that called the allocator. This reader has no symbols, so it
+ * drops by object instead (je_trim): the leading run of frames in the same
+ * shared library as the leaf frame (libjemalloc.so.2, or wherever the
+ * allocator lives when preloaded), which is what jeprof drops when
+ * jemalloc is a shared library. A stack entirely inside it is kept whole;
+ * a leaf frame in the main executable (jemalloc linked in statically) is
+ * left alone: there the boundary needs the names. Stricter than jeprof: a non-blank line that is
  * neither a stack, a t-line nor the map sentinel, an address that is not
  * hex or over 64 bits, a count or size over int64, a count with zero bytes
  * (jeprof dies dividing by zero there) are errors (HEAPPROF_EJEMALLOC,
@@ -170,6 +185,96 @@ tline(je_ctx *x, const char *s, size_t n, int *star, int64_t v[4], int *err)
 	return 1;
 }
 
+/* Does mapping index + 1 `m` name a shared library ("*.so", "*.so.N")? */
+static int
+is_shared_lib(const hp_legacy *p, uint32_t m)
+{
+	if (!m || m > p->nmaps)
+		return 0;
+	const hp_legacy_map *mp = &p->maps[m - 1];
+	const char *f = mp->file;
+	size_t n = mp->file_len;
+	const char *base = f;
+	for (size_t i = 0; i < n; i++)
+		if (f[i] == '/')
+			base = f + i + 1;
+	size_t bn = (size_t)(f + n - base);
+	for (size_t i = 0; i + 3 <= bn; i++)
+		if (!memcmp(base + i, ".so", 3) &&
+		    (i + 3 == bn || base[i + 3] == '.' || base[i + 3] == '_'))
+			return 1;
+	return 0;
+}
+
+static int
+same_file(const hp_legacy *p, uint32_t a, uint32_t b)
+{
+	if (a == b)
+		return 1;
+	if (!a || !b || a > p->nmaps || b > p->nmaps)
+		return 0;
+	const hp_legacy_map *x = &p->maps[a - 1], *y = &p->maps[b - 1];
+	return x->file_len == y->file_len &&
+	       !memcmp(x->file, y->file, x->file_len);
+}
+
+/* Drops each stack's leading frames inside the allocator's shared library
+ * (see the header comment), then renumbers the locations still used in
+ * order of first use, as pprof would have built them from the shorter
+ * stacks. The address -> location map is dropped: parsing is over. */
+static int
+je_trim(hp_legacy *p)
+{
+	if (!p->nlocs)
+		return 0;
+	uint32_t *newid = malloc(p->nlocs * sizeof(*newid));
+	uint64_t *addr = malloc(p->nlocs * sizeof(*addr));
+	uint32_t *map = malloc(p->nlocs * sizeof(*map));
+	if (!newid || !addr || !map) {
+		free(newid);
+		free(addr);
+		free(map);
+		return -ENOMEM;
+	}
+	memset(newid, 0xff, p->nlocs * sizeof(*newid));
+	size_t out = 0;
+	uint32_t nused = 0;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		size_t a = p->stack_at[i], e = p->stack_at[i + 1], k = a;
+		if (e > a) {
+			uint32_t leaf = p->loc_map[p->stack[a]];
+			if (is_shared_lib(p, leaf)) {
+				while (k < e && same_file(p, leaf,
+				                          p->loc_map[p->stack[k]]))
+					k++;
+				if (k == e)
+					k = a; /* all allocator: kept whole */
+			}
+		}
+		p->stack_at[i] = out;
+		for (; k < e; k++) {
+			uint32_t l = p->stack[k];
+			if (newid[l] == UINT32_MAX) {
+				newid[l] = nused;
+				addr[nused] = p->loc_addr[l];
+				map[nused] = p->loc_map[l];
+				nused++;
+			}
+			p->stack[out++] = newid[l];
+		}
+	}
+	p->stack_at[p->nsamples] = out;
+	p->nstack = out;
+	memcpy(p->loc_addr, addr, nused * sizeof(*addr));
+	memcpy(p->loc_map, map, nused * sizeof(*map));
+	p->nlocs = nused;
+	heapprof__u64map_free(&p->locmap);
+	free(newid);
+	free(addr);
+	free(map);
+	return 0;
+}
+
 static int
 run(je_ctx *x, const char *buf, size_t len, hp_legacy *p, hp_legacy_err *err)
 {
@@ -258,8 +363,9 @@ run(je_ctx *x, const char *buf, size_t len, hp_legacy *p, hp_legacy_err *err)
 			return rc;
 	}
 	err->line = 0;
-	return heapprof__legacy_maps(p, buf, len, sentinel ? pos : len, line_no,
-	                             err);
+	int rc = heapprof__legacy_maps(p, buf, len, sentinel ? pos : len,
+	                               line_no, err);
+	return rc ? rc : je_trim(p);
 }
 
 int

@@ -54,7 +54,7 @@ typedef struct wctx {
 	uint32_t types[4][2];
 	uint32_t s_bytes_key, s_space, s_bytes, s_drop, s_keep, s_comment;
 	uint32_t *map_file, *map_bid;
-	char comment[160];
+	char comment[224];
 } wctx;
 
 static int
@@ -106,7 +106,8 @@ strings_first(wctx *x)
 	if (p->kind == HP_LEGACY_JEMALLOC) {
 		snprintf(x->comment, sizeof(x->comment),
 		         "converted from a jemalloc heap_v2/%lld dump; values "
-		         "unsampled as jeprof does, truncated",
+		         "unsampled as jeprof does, truncated; the allocator's "
+		         "leading frames dropped",
 		         (long long)p->period);
 		HP_TRY(intern(x, x->comment, &x->s_comment));
 	}

@@ -257,6 +257,37 @@ TEST(maps_forms_and_fixups)
 	heapprof__legacy_free(&p);
 }
 
+/* The allocator's leading frames (its shared library's) are dropped; the
+ * locations left are renumbered in order of first use; a stack entirely
+ * in the allocator and one whose leaf is in the executable stay whole. */
+TEST(jemalloc_trim)
+{
+	const char *s =
+		"heap_v2/1\n"
+		"  t*: 3: 300 [0: 0]\n"
+		"@ 0x7f0000001001 0x7f0000002001 0x401001 0x402001\n"
+		"  t*: 1: 100 [0: 0]\n"
+		"@ 0x7f0000001001 0x7f0000003001\n"
+		"  t*: 1: 100 [0: 0]\n"
+		"@ 0x401001 0x402001\n"
+		"  t*: 1: 100 [0: 0]\n"
+		"MAPPED_LIBRARIES:\n"
+		"00400000-00410000 r-xp 00000000 00:00 0 /bin/prog\n"
+		"7f0000000000-7f0000010000 r-xp 00000000 00:00 0 /usr/lib/libjemalloc.so.2\n";
+	hp_legacy p;
+	hp_legacy_err e;
+	REQUIRE_OK(parse_str(s, &p, &e));
+	REQUIRE(p.nsamples == 3);
+	CHECK_EQ(p.stack_at[1] - p.stack_at[0], 2); /* prog frames only */
+	CHECK_EQ(p.loc_addr[p.stack[p.stack_at[0]]], 0x401000);
+	CHECK_EQ(p.stack[p.stack_at[0]], 0); /* renumbered */
+	CHECK_EQ(p.stack_at[2] - p.stack_at[1], 2); /* all allocator: whole */
+	CHECK_EQ(p.loc_addr[p.stack[p.stack_at[1]]], 0x7f0000001000);
+	CHECK_EQ(p.stack_at[3] - p.stack_at[2], 2);
+	CHECK_EQ(p.nlocs, 4);
+	heapprof__legacy_free(&p);
+}
+
 TEST(jemalloc_dump)
 {
 	const char *s =
@@ -396,6 +427,7 @@ main(void)
 	RUN(malformed);
 	RUN(maps_forms_and_fixups);
 	RUN(jemalloc_dump);
+	RUN(jemalloc_trim);
 	RUN(regex_leftmost_first);
 	RUN(round_trip_text);
 	TEST_MAIN_END();
