@@ -101,10 +101,12 @@ find(const char *name, void *fallback)
  * executable), RTLD_NEXT would skip it and land on glibc's, which then
  * got the other allocator's pointers ("realloc(): invalid pointer" at
  * the first reallocarray, issue 29). */
+HP_RARE static void *default_def(const char *name);
+
 HP_RARE static void *
 find_first(const char *name, void *fallback)
 {
-	void *f = dlsym(RTLD_DEFAULT, name);
+	void *f = default_def(name);
 	if (f && is_self(f))
 		f = dlsym(RTLD_NEXT, name); /* nothing before us defines it */
 	return f && !is_self(f) ? f : fallback;
@@ -177,6 +179,101 @@ in_span(const hp_objspan *s, void *f)
 		if ((uintptr_t)f >= s->lo[i] && (uintptr_t)f < s->hi[i])
 			return 1;
 	return 0;
+}
+
+/* ---------------------------------------- the first definition of a name */
+
+/* Is f a non-PIE executable's canonical PLT entry: an undefined symbol
+ * with a value, which the loader gives for the name when the executable
+ * takes the function's address (Debian's /usr/bin/python3 does for malloc
+ * and free)? It is no definition: it jumps to the first real one, which
+ * may be ours (taking it for the program's allocator made malloc call
+ * itself for ever). */
+static int
+canonical_plt(void *f)
+{
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (!dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT))
+		return 0;
+	if (sym && sym->st_shndx == SHN_UNDEF)
+		return 1;
+#if defined(__x86_64__)
+	/* dladdr finds the undefined symbol only where the hash table
+	 * lists it (not in every executable's .gnu.hash): a PLT entry is
+	 * also known by its code, an indirect jump through the GOT
+	 * ([endbr64] [bnd] jmp *disp32(%rip)), which no allocator's malloc
+	 * starts with. */
+	const unsigned char *c = f;
+	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
+		c += 4;
+	if (c[0] == 0xf2)
+		c++;
+	if (c[0] == 0xff && c[1] == 0x25)
+		return 1;
+#endif
+	return 0;
+}
+
+/* The objects' names in the lookup order of the global scope (the order
+ * dl_iterate_phdr lists them: the executable, the preloaded objects, then
+ * the needed ones), and which of them is ours. */
+typedef struct {
+	const char *name[32];
+	int n, self;
+} hp_order;
+
+static int
+order_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	hp_order *o = arg;
+	if (o->n == 32)
+		return 1;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		uintptr_t me = (uintptr_t)__start_heapprof_entry;
+		if (ph->p_type == PT_LOAD && me >= lo && me < lo + ph->p_memsz)
+			o->self = o->n;
+	}
+	o->name[o->n++] = info->dlpi_name;
+	return 0;
+}
+
+/* What dlsym(RTLD_DEFAULT, name) means to find: the first definition in
+ * the global lookup order. Where that answer is the executable's
+ * canonical PLT entry, the objects after the executable are asked in
+ * order (each with dlopen(RTLD_NOLOAD) and dlsym, which looks in the
+ * object first), up to ours: an earlier definition is another
+ * allocator's; none means ours comes first (then an address in our entry
+ * section, which is_self() recognises). Start-up only. */
+HP_RARE static void *
+default_def(const char *name)
+{
+	void *f = dlsym(RTLD_DEFAULT, name);
+	if (!f || !canonical_plt(f))
+		return f;
+	hp_order o;
+	memset(&o, 0, sizeof(o));
+	o.self = -1;
+	dl_iterate_phdr(order_cb, &o);
+	for (int i = 1; i < o.n && i != o.self; i++) {
+		if (!o.name[i] || !o.name[i][0])
+			continue; /* the vDSO */
+		void *h = dlopen(o.name[i], RTLD_NOLOAD | RTLD_LAZY);
+		if (!h)
+			continue;
+		void *g = dlsym(h, name);
+		dlclose(h);
+		hp_objspan sp;
+		if (g && !canonical_plt(g)) {
+			objspan(&sp, g);
+			if (sp.n && sp.seen == i)
+				return g;
+		}
+	}
+	return o.self > 0 ? (void *)__start_heapprof_entry : NULL;
 }
 
 /* The next allocator's block of n bytes aligned to a (a power of two, at
@@ -342,6 +439,12 @@ note_unreached(void *m)
 	strcpy(heapprof__unreached_name, nm);
 }
 
+#else
+HP_RARE static void *
+default_def(const char *name)
+{
+	return dlsym(RTLD_DEFAULT, name);
+}
 #endif /* HP_ENTRY_RENAMED */
 
 HP_RARE void
@@ -369,7 +472,7 @@ heapprof__interpose_resolve(void)
 	/* Is our malloc the program's? Then whatever comes after us is
 	 * next (RTLD_NEXT, one lookup a name, as before); if not, the
 	 * program's allocator is whatever comes first. */
-	void *m0 = dlsym(RTLD_DEFAULT, nm_malloc);
+	void *m0 = default_def(nm_malloc);
 	int first = m0 && is_self(m0);
 	if (!first) {
 		/* libheapprof.a linked into an executable that does not

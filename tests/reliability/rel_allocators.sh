@@ -69,6 +69,30 @@ one() {
 	done
 }
 
+# A non-PIE executable that takes malloc's address (canonical PLT entries,
+# as Debian's /usr/bin/python3): the profiler is still the program's
+# allocator. Before: malloc called itself for ever (a hang).
+CANON=$TMPD/canonplt
+if $CC -fno-pie -no-pie -O1 -o "$CANON" "$REPO/tests/reliability/canonplt.c" 2>"$TMPD/canon.cc"; then
+	one rel.allocators.canonical_plt samples "" "$LIB" "$CANON"
+else
+	fail rel.allocators.canonical_plt "cannot build a -no-pie program: $(head -c 200 "$TMPD/canon.cc")"
+fi
+# Debian's python3 itself (non-PIE, canonical PLT for malloc and free).
+if [ -x /usr/bin/python3 ]; then
+	run_t rel.allocators.debian_python 60 env HEAPPROF_RATE=1 LD_PRELOAD="$LIB" \
+		HEAPPROF_OUT="$TMPD/py.%p.pb.gz" /usr/bin/python3 -c 'print(sum(len(bytes(i)) for i in range(1000)))' \
+		>"$TMPD/py.out" 2>"$TMPD/py.err"
+	if [ "${RC:-1}" -eq 0 ] && [ "$(cat "$TMPD/py.out")" = 499500 ] && [ ! -s "$TMPD/py.err" ] &&
+		ls "$TMPD"/py.*.pb.gz >/dev/null 2>&1; then
+		pass rel.allocators.debian_python
+	else
+		fail rel.allocators.debian_python "status ${RC:-timeout}, out '$(cat "$TMPD/py.out")', $(head -c 200 "$TMPD/py.err")"
+	fi
+else
+	skip_tool rel.allocators.debian_python /usr/bin/python3 python3
+fi
+
 # pages NAME PROF_PRELOAD PROG: pvalloc and valloc blocks freed by free.
 # Without the profiler jemalloc's program gets glibc's pvalloc (jemalloc
 # has none) and its free crashes on that block; through the profiler's
