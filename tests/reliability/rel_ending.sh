@@ -164,12 +164,14 @@ n=$(ls "$d" | grep -c 'pb.gz$')
 	fail rel.ending.vfork "status $rc, $n profiles (expected 1): $(head -3 "$d/err")"
 
 # --- Python's multiprocessing pool (fork): each worker leaves through
-# os._exit; each gives a profile.
+# os._exit; each gives a profile. At rate 1: a fork child that sampled
+# nothing since the fork writes no profile (issue 29 item 7), and at the
+# default rate a worker that got few tasks may sample nothing.
 # The interpreter itself, not a wrapper (a pyenv shim is a shell script).
 PY=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
 if [ -x "$PY" ]; then
 	d=$TMPD/pool; mkdir -p "$d"
-	timeout 120 env HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$PY" -c '
+	timeout 120 env HEAPPROF_RATE=1 HEAPPROF_OUT="$d/p.%p.pb.gz" LD_PRELOAD="$LIB" "$PY" -c '
 import multiprocessing as mp
 def work(n):
     return len(bytearray(n * 100000))
