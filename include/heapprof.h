@@ -49,6 +49,7 @@ enum {
 	HEAPPROF_EOVERFLOW = -4015, /* a count or size overflowed */
 	HEAPPROF_ENOSUBTRACT = -4016, /* delta: no sample type to subtract */
 	HEAPPROF_ECHANGED = -4017,  /* input read again differed (read callback) */
+	HEAPPROF_ESANDBOX = -4018,  /* a seccomp filter is in force: no profile is written */
 	/* legacy text profiles (heapprof convert) */
 	HEAPPROF_ENOTLEGACY = -4100, /* first line is not a known heap header */
 	HEAPPROF_ESAMPLE = -4101,    /* malformed legacy sample line */

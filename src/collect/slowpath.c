@@ -54,6 +54,8 @@ sample_decide(hp_tls *t, size_t n)
 		return 0; /* counter unchanged: decide again next time */
 	int64_t rate = atomic_load_explicit(&heapprof__cfg.rate,
 	                                    memory_order_relaxed);
+	if (atomic_load_explicit(&heapprof__sandbox, memory_order_relaxed))
+		rate = 0; /* no profile will be written (sandbox.c) */
 	return heapprof__sampler_take(t, rate, heapprof__weight(n));
 }
 

@@ -49,6 +49,8 @@ heapprof_strerror(int err)
 		return "no sample type of the profile is one to subtract";
 	case HEAPPROF_ECHANGED:
 		return "the input changed between two reads of it";
+	case HEAPPROF_ESANDBOX:
+		return "the process is in a seccomp sandbox: heapprof writes no profile";
 	case HEAPPROF_ENOTLEGACY:
 		return "not a legacy heap profile (unrecognized first line)";
 	case HEAPPROF_ESAMPLE:

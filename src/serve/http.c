@@ -89,6 +89,12 @@ static conn conns[HTTP_MAX_CONN] HP_BIG_BSS;
  * where reading each state faulted in 66 zero pages per fork (issue 15). */
 static int conns_used;
 static int64_t max_seconds = HTTP_MAX_SECONDS;
+/* The endpoint's thread, joinable so that a seccomp filter goes in only
+ * once it is gone (heapprof__http_stop), and the process it runs in (0:
+ * none; a fork child has none). Written before it starts, and by
+ * http_stop and the fork child. */
+static pthread_t http_th;
+static long http_pid;
 
 /* ------------------------------------------------------------ responses */
 
@@ -639,6 +645,15 @@ http_main(void *arg)
 	hp_enter(t); /* nothing this thread allocates is the program's */
 	struct pollfd pfd[1 + HTTP_MAX_CONN];
 	for (;;) {
+		if (atomic_load(&heapprof__sandbox)) {
+			/* A seccomp filter is going in (sandbox.c): every
+			 * descriptor of ours closed, then gone. */
+			heapprof__fd_release(&listen_k);
+			for (int i = 0; i < HTTP_MAX_CONN; i++)
+				if (conns[i].state != C_FREE)
+					conn_close(&conns[i]);
+			break;
+		}
 		int timeout = heapprof__serve_thread_due();
 		if (!heapprof__fd_ours(&listen_k)) {
 			http_off();
@@ -674,10 +689,13 @@ heapprof__http_start(void)
 	pthread_t th;
 	pthread_attr_t a;
 	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	int rc = pthread_create(&th, &a, http_main, NULL);
 	pthread_attr_destroy(&a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc == 0) {
+		http_th = th;
+		http_pid = (long)getpid();
+	}
 	if (rc != 0) {
 		heapprof__warn("cannot start the endpoint's thread: the endpoint "
 		               "is off");
@@ -688,8 +706,23 @@ heapprof__http_start(void)
 }
 
 HP_RARE void
+heapprof__http_stop(void)
+{
+	if (!http_pid || http_pid != (long)getpid())
+		return;
+	/* Wakes its poll() at once rather than within HTTP_CHECK_MS: the
+	 * listening socket is shut down (if it is still ours; the thread
+	 * closes it on its way out anyway). */
+	if (heapprof__fd_ours(&listen_k))
+		shutdown(listen_k.fd, SHUT_RDWR);
+	pthread_join(http_th, NULL);
+	http_pid = 0;
+}
+
+HP_RARE void
 heapprof__http_atfork_child(void)
 {
+	http_pid = 0; /* its thread is the parent's */
 	/* No thread serves these here: a daemon (fork, the parent exits)
 	 * must not keep a port nobody answers, nor the parent's clients'
 	 * connections open. The buffers are left allocated (the thread may

@@ -63,6 +63,7 @@ static socklen_t last_addrlen;
 static char host[256] HP_BIG_BSS, port[16], prefix[256] HP_BIG_BSS;
 static char app[256] HP_BIG_BSS;
 static pid_t push_pid; /* the process whose thread pushes; 0: push is off */
+static pthread_t push_th; /* that thread: joinable (heapprof__push_stop) */
 static _Atomic int stopped; /* the exit push ran: the thread sends no more */
 static _Atomic uint64_t pushed, failed, dropped;
 static int warned; /* push_lock */
@@ -421,14 +422,14 @@ push_main(void *arg)
 	hp_tls *t = &heapprof__tls;
 	hp_enter(t);
 	int64_t backoff = 0, retry_at = 0, waited = 0;
-	while (!atomic_load(&stopped)) {
+	while (!atomic_load(&stopped) && !atomic_load(&heapprof__sandbox)) {
 		/* Sleep a second at a time: a period boundary or a retry. */
 		struct timespec ts = {1, 0};
 		nanosleep(&ts, NULL);
 		waited += 1000;
 		int64_t now_s = heapprof__now_nanos() / 1000000000;
 		pthread_mutex_lock(&push_lock);
-		if (atomic_load(&stopped)) {
+		if (atomic_load(&stopped) || atomic_load(&heapprof__sandbox)) {
 			pthread_mutex_unlock(&push_lock);
 			break;
 		}
@@ -473,6 +474,18 @@ heapprof__push_exit(void)
 	pthread_mutex_unlock(&push_lock);
 }
 
+/* A seccomp filter is going in (sandbox.c): the thread ends within a
+ * second (its sleep), or a request in flight (POST_DEADLINE_MS), and is
+ * waited for; nothing more is pushed, not even at exit. */
+HP_RARE void
+heapprof__push_stop(void)
+{
+	if (!push_pid || push_pid != getpid())
+		return;
+	pthread_join(push_th, NULL);
+	push_pid = 0;
+}
+
 HP_RARE void
 heapprof__push_atfork_child(void)
 {
@@ -513,8 +526,7 @@ heapprof__push_start(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_t th;
 	pthread_attr_t a;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_init(&a); /* joinable: heapprof__push_stop */
 	base.time_nanos = heapprof__now_nanos();
 	int rc = pthread_create(&th, &a, push_main, (void *)(intptr_t)(secs * 1000));
 	pthread_attr_destroy(&a);
@@ -523,6 +535,7 @@ heapprof__push_start(void)
 		heapprof__warn("cannot start the push thread; push is off");
 		return -rc;
 	}
+	push_th = th;
 	push_pid = getpid();
 	return 0;
 }

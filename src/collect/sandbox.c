@@ -1,0 +1,199 @@
+/*
+ * sandbox.c: seccomp sandboxes. A process under a seccomp filter may be
+ * killed (SECCOMP_RET_KILL_*, RET_TRAP) or see calls fail (RET_ERRNO) for
+ * any system call the filter does not allow, and heapprof cannot know
+ * which ones those are. What writing a profile needs (open, rename, the
+ * maps, sockets for the endpoint and push) is not what the program needs,
+ * so once a filter is in force the profiler writes no profile at all and
+ * samples nothing more; the malloc path itself makes no system call that
+ * glibc's malloc would not make (mmap, mprotect, munmap, mremap, madvise;
+ * limits are read at start-up and at dumps, never on a sampled allocation).
+ *
+ * Seeing the filter:
+ *   - inherited (installed by a parent before exec, as systemd, container
+ *     runtimes and sandbox launchers do): "Seccomp:" in /proc/self/status,
+ *     read first thing in the constructor with open, read and close, the
+ *     calls the dynamic loader made to load this library. The profiler
+ *     then stays off in this process (init.c);
+ *   - installed by the program: prctl(PR_SET_SECCOMP) and the seccomp
+ *     system call (glibc has no wrapper for it: programs and libseccomp
+ *     use syscall(3)) are interposed here. Before the filter goes in, the
+ *     endpoint's and push's threads are stopped and waited for, and a
+ *     dump in progress is waited for (the delivery's sandbox hook), since a
+ *     filter installed with SECCOMP_FILTER_FLAG_TSYNC applies to every
+ *     thread at its next system call. A filter installed by a raw system
+ *     call instruction (not through libc) is not seen.
+ * One line on stderr says so: at start-up for an inherited filter, just
+ * before the program's filter goes in for one it installs (then stderr
+ * is checked as for every warning, init.c; at exit that check, an fstat,
+ * may itself be what the filter forbids).
+ *
+ * heapprof__sandbox: 0 none, 1 inherited, 2 installed by the program.
+ * Written once (0 -> nonzero, atomically), read anywhere.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "collect.h"
+
+/* heapprof__sandbox itself is defined in unwind.c, which every build of
+ * the capture links (the unit tests and bench_unwind link the unwinder
+ * without this file). */
+
+#if defined(__x86_64__) && !defined(HP_ENTRY_RENAMED)
+/* The system call itself, as glibc's syscall() makes it (no errno). */
+static long
+raw6(long n, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+	                 : "=a"(ret)
+	                 : "0"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+	                 : "rcx", "r11", "memory");
+	return ret;
+}
+
+static long
+with_errno(long r)
+{
+	if ((unsigned long)r > -4096UL) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+#endif
+
+/* The program is about to install a filter (strict mode, or a filter
+ * program: libseccomp's probe with a NULL program installs nothing). */
+static void
+entering(void)
+{
+	int expect = 0;
+	if (!atomic_compare_exchange_strong(&heapprof__sandbox, &expect, 2))
+		return; /* a filter is in force already: all done then */
+	int saved = errno;
+	if (atomic_load_explicit(&heapprof__ready, memory_order_acquire)) {
+		heapprof__warn("the program installs a seccomp filter: no profile "
+		               "is written from now on (the filter may forbid "
+		               "what writing one needs)");
+		if (heapprof__hooks() && heapprof__delivery.sandbox)
+			heapprof__delivery.sandbox();
+		if (heapprof__ending_sandbox)
+			heapprof__ending_sandbox();
+	}
+	errno = saved;
+}
+
+#if defined(__x86_64__) && !defined(HP_ENTRY_RENAMED)
+/* Not in the sanitizer build (tests/sanitize), whose runtime has its own
+ * prctl. */
+HP_EXPORT long
+syscall(long n, ...)
+{
+	va_list ap;
+	va_start(ap, n);
+	long a = va_arg(ap, long), b = va_arg(ap, long), c = va_arg(ap, long);
+	long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
+	va_end(ap);
+	if ((n == SYS_seccomp &&
+	     (a == SECCOMP_SET_MODE_STRICT || (a == SECCOMP_SET_MODE_FILTER && c))) ||
+	    (n == SYS_prctl && a == PR_SET_SECCOMP &&
+	     (b == SECCOMP_MODE_STRICT || (b == SECCOMP_MODE_FILTER && c))))
+		entering();
+	return with_errno(raw6(n, a, b, c, d, e, f));
+}
+
+HP_EXPORT int
+prctl(int option, ...)
+{
+	va_list ap;
+	va_start(ap, option);
+	unsigned long b = va_arg(ap, unsigned long), c = va_arg(ap, unsigned long);
+	unsigned long d = va_arg(ap, unsigned long), e = va_arg(ap, unsigned long);
+	va_end(ap);
+	if (option == PR_SET_SECCOMP &&
+	    (b == SECCOMP_MODE_STRICT || (b == SECCOMP_MODE_FILTER && c)))
+		entering();
+	return (int)with_errno(raw6(SYS_prctl, option, (long)b, (long)c, (long)d,
+	                            (long)e, 0));
+}
+#endif
+
+/* The decimal number after `key` in the status text, or -1. */
+HP_RARE static long
+status_field(const char *s, const char *key)
+{
+	const char *p = strstr(s, key);
+	if (!p)
+		return -1;
+	p += strlen(key);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p < '0' || *p > '9')
+		return -1;
+	long v = 0;
+	while (*p >= '0' && *p <= '9' && v < 100000000)
+		v = v * 10 + (*p++ - '0');
+	return v;
+}
+
+/* First thing in the constructor: a filter inherited from the parent?
+ * Only open, read, close and (if one is found) one write on fd 2, the
+ * stderr the program started with. */
+HP_RARE void
+heapprof__sandbox_init(void)
+{
+	char buf[4096];
+	int saved = errno;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		errno = saved;
+		return; /* no /proc: nothing known, nothing done */
+	}
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		if (n == sizeof(buf) - 1)
+			break;
+	}
+	close(fd);
+	buf[n] = 0;
+	long mode = status_field(buf, "\nSeccomp:");
+	if (mode > 0) {
+		atomic_store(&heapprof__sandbox, 1);
+		char msg[200] = "heapprof[";
+		long pid = status_field(buf, "\nPid:");
+		if (pid < 0)
+			pid = 0;
+		size_t k = strlen(msg);
+		char digits[24];
+		int nd = 0;
+		do
+			digits[nd++] = (char)('0' + pid % 10);
+		while ((pid /= 10) > 0 && nd < 20);
+		while (nd > 0)
+			msg[k++] = digits[--nd];
+		static const char text[] =
+			"]: a seccomp filter is in force at start-up: this process is "
+			"not profiled (the filter may forbid what writing a profile "
+			"needs)\n";
+		memcpy(msg + k, text, sizeof(text) - 1);
+		k += sizeof(text) - 1;
+		ssize_t w = write(2, msg, k);
+		(void)w;
+	}
+	errno = saved;
+}
