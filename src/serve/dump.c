@@ -682,7 +682,10 @@ api_snapshot(heapprof_write_fn *write_fn, void *arg, const hp_snap_opts *o)
 	int cs = cancel_off();
 	pthread_mutex_lock(&dump_lock);
 	pid_t me = getpid();
-	int rc = heapprof__snapshot_write_ex(write_fn, arg, o);
+	/* Again under the lock: heapprof__serve_sandbox waits for it. */
+	int rc = atomic_load(&heapprof__sandbox)
+	                 ? HEAPPROF_ESANDBOX
+	                 : heapprof__snapshot_write_ex(write_fn, arg, o);
 	run_due_locked();
 	unlock_from(me);
 	cancel_restore(cs);

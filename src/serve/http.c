@@ -645,15 +645,10 @@ http_main(void *arg)
 	hp_enter(t); /* nothing this thread allocates is the program's */
 	struct pollfd pfd[1 + HTTP_MAX_CONN];
 	for (;;) {
-		if (atomic_load(&heapprof__sandbox)) {
-			/* A seccomp filter is going in (sandbox.c): every
-			 * descriptor of ours closed, then gone. */
-			heapprof__fd_release(&listen_k);
-			for (int i = 0; i < HTTP_MAX_CONN; i++)
-				if (conns[i].state != C_FREE)
-					conn_close(&conns[i]);
+		/* A seccomp filter is going in (sandbox.c): gone at once;
+		 * heapprof__http_stop closes the descriptors once it is. */
+		if (atomic_load(&heapprof__sandbox))
 			break;
-		}
 		int timeout = heapprof__serve_thread_due();
 		if (!heapprof__fd_ours(&listen_k)) {
 			http_off();
@@ -712,11 +707,21 @@ heapprof__http_stop(void)
 		return;
 	/* Wakes its poll() at once rather than within HTTP_CHECK_MS: the
 	 * listening socket is shut down (if it is still ours; the thread
-	 * closes it on its way out anyway). */
+	 * closes nothing on its way out, so the number cannot have been
+	 * given to the program meanwhile). */
 	if (heapprof__fd_ours(&listen_k))
 		shutdown(listen_k.fd, SHUT_RDWR);
 	pthread_join(http_th, NULL);
 	http_pid = 0;
+	/* Ours alone now: no thread uses them any more. Freed as the
+	 * thread would have (inside the profiler: its private memory). */
+	hp_tls *t = &heapprof__tls;
+	hp_enter(t);
+	heapprof__fd_release(&listen_k);
+	for (int i = 0; i < HTTP_MAX_CONN; i++)
+		if (conns[i].state != C_FREE)
+			conn_close(&conns[i]);
+	hp_leave(t);
 }
 
 HP_RARE void

@@ -21,6 +21,8 @@
 #                       and one "heapprof[" line on stderr saying so (launch:
 #                       two, one for each program: the launcher installs a
 #                       filter, the program it execs finds it at start-up)
+#   rel.seccomp.kill.api      heapprof_dump_file() after the filter returns
+#                       HEAPPROF_ESANDBOX (and the program lives)
 #   rel.seccomp.none.profile  without a filter the exit profile is written
 #                       and holds the allocations (churn): nothing lost
 #   rel.seccomp.syscalls      (strace, if installed) after the filter, the
@@ -68,6 +70,12 @@ one() {
 }
 
 one kill -- kill
+# The API's dump answers HEAPPROF_ESANDBOX (-4018), making no call.
+if grep -qx 'api -4018' "$TMPD/kill/rate1.err"; then
+	pass rel.seccomp.kill.api
+else
+	fail rel.seccomp.kill.api "heapprof_dump_file: $(grep '^api' "$TMPD/kill/rate1.err")"
+fi
 one trap -- trap
 one errno -- errno
 one prctl -- prctl
