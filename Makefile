@@ -145,7 +145,8 @@ RTEST_BIN := $(patsubst tests/reliability/%.c,$(B)/tests/%,$(RTEST_C)) \
 	$(B)/tests/rprog_secure_linked \
 	$(B)/tests/rprog_numbers_linked \
 	$(B)/tests/rprog_range_linked $(B)/tests/rprog_sigexit_linked \
-	$(B)/tests/rprog_serve_linked $(B)/tests/rprog_getattr_linked
+	$(B)/tests/rprog_serve_linked $(B)/tests/rprog_getattr_linked \
+	$(B)/tests/rprog_seccomp_linked
 # rprog_unwind: -O2 without frame pointers, so only CFI can walk it.
 $(B)/tests/rprog_unwind: tests/reliability/rprog_unwind.c
 	@mkdir -p $(dir $@)
@@ -231,6 +232,8 @@ DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libdw-dev
 # libunwind8: only the HEAPPROF_UNWIND=libunwind opt-in, compared in tests.
 DEBS_TEST  := libunwind8 golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
 	python3 sqlite3 procps chromium libjemalloc-dev groff-base
+# strace: rel_seccomp.sh lists the system calls made after a seccomp filter.
+DEBS_TEST  += strace
 deps:
 	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh
 deps-test:

@@ -23,6 +23,7 @@
 #                       filter, the program it execs finds it at start-up)
 #   rel.seccomp.kill.api      heapprof_dump_file() after the filter returns
 #                       HEAPPROF_ESANDBOX (and the program lives)
+#   rel.seccomp.linked.kill   the same with libheapprof.a linked in
 #   rel.seccomp.none.profile  without a filter the exit profile is written
 #                       and holds the allocations (churn): nothing lost
 #   rel.seccomp.syscalls      (strace, if installed) after the filter, the
@@ -84,6 +85,18 @@ one kill_tsync HEAPPROF_HTTP=127.0.0.1:0 HEAPPROF_PUSH=http://127.0.0.1:9 \
 one kill_term -- kill term
 NL=2 one launch_kill -- launch kill "$P" none
 NL=2 one launch_errno -- launch errno "$P" none
+
+# libheapprof.a linked in: the same interposers, in the executable.
+d=$TMPD/linked; mkdir -p "$d"
+"$P" kill >"$d/base" 2>&1
+if run_t rel.seccomp.linked 60 env HEAPPROF_RATE=1 HEAPPROF_OUT="$d/p.%p.pb.gz" \
+	"${P}_linked" kill >"$d/out" 2>"$d/err"; then
+	if [ $RC -eq 0 ] && cmp -s "$d/base" "$d/out" && ! ls "$d"/p.*.pb.gz >/dev/null 2>&1; then
+		pass rel.seccomp.linked.kill
+	else
+		fail rel.seccomp.linked.kill "status $RC; $(head -c 200 "$d/out") $(ls "$d" | tr '\n' ' ') $(head -c 300 "$d/err")"
+	fi
+fi
 
 # No filter: the profile is written, with the program's allocations.
 d=$TMPD/none; mkdir -p "$d"
