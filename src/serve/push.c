@@ -54,6 +54,10 @@ typedef struct item {
 /* The queue, the interval's baseline and the last address reached:
  * push_lock (the push thread, and the exiting thread at exit). */
 static pthread_mutex_t push_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The thread's sleep between rounds, cut short by heapprof__push_stop (a
+ * seccomp filter going in waits for the thread to end). */
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
 static item queue[QUEUE_MAX] HP_BIG_BSS;
 static int qhead, qlen;
 static hp_baseline base;
@@ -424,8 +428,14 @@ push_main(void *arg)
 	int64_t backoff = 0, retry_at = 0, waited = 0;
 	while (!atomic_load(&stopped) && !atomic_load(&heapprof__sandbox)) {
 		/* Sleep a second at a time: a period boundary or a retry. */
-		struct timespec ts = {1, 0};
-		nanosleep(&ts, NULL);
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += 1;
+		pthread_mutex_lock(&wake_lock);
+		if (!atomic_load(&heapprof__sandbox))
+			pthread_cond_clockwait(&wake_cond, &wake_lock,
+			                       CLOCK_MONOTONIC, &ts);
+		pthread_mutex_unlock(&wake_lock);
 		waited += 1000;
 		int64_t now_s = heapprof__now_nanos() / 1000000000;
 		pthread_mutex_lock(&push_lock);
@@ -474,14 +484,17 @@ heapprof__push_exit(void)
 	pthread_mutex_unlock(&push_lock);
 }
 
-/* A seccomp filter is going in (sandbox.c): the thread ends within a
- * second (its sleep), or a request in flight (POST_DEADLINE_MS), and is
- * waited for; nothing more is pushed, not even at exit. */
+/* A seccomp filter is going in (sandbox.c): the thread is woken from
+ * its sleep, or ends its request in flight (POST_DEADLINE_MS at most), and
+ * is waited for; nothing more is pushed, not even at exit. */
 HP_RARE void
 heapprof__push_stop(void)
 {
 	if (!push_pid || push_pid != getpid())
 		return;
+	pthread_mutex_lock(&wake_lock);
+	pthread_cond_signal(&wake_cond);
+	pthread_mutex_unlock(&wake_lock);
 	pthread_join(push_th, NULL);
 	push_pid = 0;
 }

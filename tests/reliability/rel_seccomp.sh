@@ -24,6 +24,9 @@
 #   rel.seccomp.kill.api      heapprof_dump_file() after the filter returns
 #                       HEAPPROF_ESANDBOX (and the program lives)
 #   rel.seccomp.linked.kill   the same with libheapprof.a linked in
+#   rel.seccomp.madvise_eperm a filter not seen (raw system call) failing
+#                       only madvise: MADV_POPULATE_* fails, errno is kept,
+#                       the profile is written
 #   rel.seccomp.none.profile  without a filter the exit profile is written
 #                       and holds the allocations (churn): nothing lost
 #   rel.seccomp.syscalls      (strace, if installed) after the filter, the
@@ -85,6 +88,22 @@ one kill_tsync HEAPPROF_HTTP=127.0.0.1:0 HEAPPROF_PUSH=http://127.0.0.1:9 \
 one kill_term -- kill term
 NL=2 one launch_kill -- launch kill "$P" none
 NL=2 one launch_errno -- launch errno "$P" none
+
+# A filter the profiler does not see (a raw system call instruction) that
+# makes madvise fail with EPERM: sampling goes on, its MADV_POPULATE_*
+# calls fail; errno stays the program's (stdout says), the profile is
+# written and decodes.
+d=$TMPD/madvise; mkdir -p "$d"
+"$P" madvise >"$d/base" 2>&1
+if run_t rel.seccomp.madvise 60 env HEAPPROF_RATE=1 HEAPPROF_OUT="$d/p.pb.gz" \
+	LD_PRELOAD="$LIB" "$P" madvise >"$d/out" 2>"$d/err"; then
+	if [ $RC -eq 0 ] && cmp -s "$d/base" "$d/out" && [ -s "$d/p.pb.gz" ] &&
+		"$HEAPPROF" top "$d/p.pb.gz" >/dev/null 2>&1; then
+		pass rel.seccomp.madvise_eperm
+	else
+		fail rel.seccomp.madvise_eperm "status $RC; $(head -c 200 "$d/out") $(ls "$d" | tr '\n' ' ') $(head -c 300 "$d/err")"
+	fi
+fi
 
 # libheapprof.a linked in: the same interposers, in the executable.
 d=$TMPD/linked; mkdir -p "$d"

@@ -11,7 +11,9 @@
  *                                   (SECCOMP_RET_KILL_PROCESS), trap
  *                                   (SECCOMP_RET_TRAP: SIGSYS), errno
  *                                   (SECCOMP_RET_ERRNO(EPERM)), prctl (kill,
- *                                   installed with prctl(PR_SET_SECCOMP));
+ *                                   installed with prctl(PR_SET_SECCOMP)),
+ *                                   madvise (only madvise fails, EPERM; a
+ *                                   raw syscall the profiler does not see);
  *                                   tsync: SECCOMP_FILTER_FLAG_TSYNC (every
  *                                   thread); term: ends by raise(SIGTERM)
  *   rprog_seccomp launch MODE PROG ARGS...
@@ -63,9 +65,36 @@ static const int allowed_exec[] = {
 	SYS_fcntl, SYS_dup, SYS_lseek, SYS_getcwd,
 };
 
+/* "madvise": every call allowed but madvise, which fails with EPERM;
+ * installed with a raw system call instruction, which the profiler does
+ * not see, so it samples on and its madvise(MADV_POPULATE_*) calls fail:
+ * errno must stay the program's, and the profile be written. */
+static int
+install_raw_madvise(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_madvise, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {(unsigned short)(sizeof(f) / sizeof(f[0])), f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	long ret;
+	__asm__ volatile("syscall"
+	                 : "=a"(ret)
+	                 : "0"((long)SYS_seccomp), "D"((long)SECCOMP_SET_MODE_FILTER),
+	                   "S"(0L), "d"(&prog)
+	                 : "rcx", "r11", "memory");
+	return ret == 0 ? 0 : -1;
+}
+
 static int
 install(const char *mode, int for_exec, int tsync, int term)
 {
+	if (strcmp(mode, "madvise") == 0)
+		return install_raw_madvise();
 	uint32_t act;
 	if (strcmp(mode, "kill") == 0 || strcmp(mode, "prctl") == 0)
 		act = SECCOMP_RET_KILL_PROCESS;
