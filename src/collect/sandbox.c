@@ -46,6 +46,8 @@
  * the capture links (the unit tests and bench_unwind link the unwinder
  * without this file). */
 
+/* The interposers. Not in the sanitizer build (tests/sanitize), whose
+ * runtime has its own prctl. */
 #if defined(__x86_64__) && !defined(HP_ENTRY_RENAMED)
 /* The system call itself, as glibc's syscall() makes it (no errno). */
 static long
@@ -71,7 +73,6 @@ with_errno(long r)
 	}
 	return r;
 }
-#endif
 
 /* The program is about to install a filter (strict mode, or a filter
  * program: libseccomp's probe with a NULL program installs nothing). */
@@ -94,9 +95,6 @@ entering(void)
 	errno = saved;
 }
 
-#if defined(__x86_64__) && !defined(HP_ENTRY_RENAMED)
-/* Not in the sanitizer build (tests/sanitize), whose runtime has its own
- * prctl. */
 HP_EXPORT long
 syscall(long n, ...)
 {
