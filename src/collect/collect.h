@@ -266,6 +266,8 @@ heapprof__range_owns(const void *p)
 int heapprof__range_init(void);
 /* RLIMIT_AS read again (start-up, dumps); returns whether it limits. */
 bool heapprof__range_limit_refresh(void);
+/* The program set RLIMIT_AS's soft limit to cur (RLIM_INFINITY: none). */
+bool heapprof__range_limit_note(uint64_t cur);
 /* Memory for a sampled object: returns the user pointer (aligned to
  * `align`, a power of two >= 16) with its header filled in but for the
  * bucket, or NULL if the range cannot serve it (cannot grow, commit

@@ -114,9 +114,10 @@ rg_span(void)
  * counts as none. Read at start-up and at each dump
  * (heapprof__range_limit_refresh), never on a sampled allocation: glibc's
  * malloc makes no such call, and a seccomp filter may forbid it
- * (sandbox.c). A limit the program sets later is seen from its next dump
- * on; until then the range keeps the larger steps and warm blocks of an
- * unlimited process. Relaxed: a stale answer only changes a step size. */
+ * (sandbox.c). A limit the program sets later through libc (setrlimit,
+ * prlimit: sandbox.c interposes them) is noted as it is set; one set
+ * otherwise (a raw system call, another process's prlimit) is seen from
+ * the next dump on. Relaxed: a stale answer only changes a step size. */
 static _Atomic int rg_as_limited = -1; /* -1: not read yet */
 
 bool
@@ -131,9 +132,16 @@ heapprof__range_limit_refresh(void)
 {
 	struct rlimit rl;
 	int saved = errno;
-	bool lim = getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	           rl.rlim_cur < ((rlim_t)1 << 40);
+	bool ok = getrlimit(RLIMIT_AS, &rl) == 0;
 	errno = saved;
+	return heapprof__range_limit_note(ok ? (uint64_t)rl.rlim_cur : RLIM_INFINITY);
+}
+
+/* The program set RLIMIT_AS's soft limit to `cur` (sandbox.c sees it). */
+HP_RARE bool
+heapprof__range_limit_note(uint64_t cur)
+{
+	bool lim = cur != RLIM_INFINITY && cur < ((uint64_t)1 << 40);
 	atomic_store_explicit(&rg_as_limited, lim, memory_order_relaxed);
 	return lim;
 }

@@ -1,5 +1,6 @@
 /*
- * sandbox.c: seccomp sandboxes. A process under a seccomp filter may be
+ * sandbox.c: seccomp sandboxes, and the limits a program sets (setrlimit
+ * and prlimit interposed: the malloc path reads none, see the end). A process under a seccomp filter may be
  * killed (SECCOMP_RET_KILL_*, RET_TRAP) or see calls fail (RET_ERRNO) for
  * any system call the filter does not allow, and heapprof cannot know
  * which ones those are. What writing a profile needs (open, rename, the
@@ -37,6 +38,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -124,6 +126,50 @@ prctl(int option, ...)
 		entering();
 	return (int)with_errno(raw6(SYS_prctl, option, (long)b, (long)c, (long)d,
 	                            (long)e, 0));
+}
+
+/* setrlimit and prlimit: RLIMIT_AS is read at start-up, never on a
+ * sampled allocation (range.c), so a limit the program sets is noted here
+ * from the values it passes, without another system call. glibc's own
+ * calls do not come here; a limit set by a raw system call or by another
+ * process is seen at the next dump. */
+static void
+note_limit(int res, const struct rlimit *rl)
+{
+	if (res == RLIMIT_AS && rl)
+		heapprof__range_limit_note((uint64_t)rl->rlim_cur);
+}
+
+HP_EXPORT int
+prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *new_limit,
+        struct rlimit *old)
+{
+	long r = raw6(SYS_prlimit64, pid, (long)res, (long)new_limit, (long)old, 0, 0);
+	if (r == 0 && pid == 0)
+		note_limit((int)res, new_limit);
+	return (int)with_errno(r);
+}
+
+HP_EXPORT int
+setrlimit(__rlimit_resource_t res, const struct rlimit *rl)
+{
+	return prlimit(0, res, rl, NULL);
+}
+
+/* The 64-bit names (_FILE_OFFSET_BITS=64 programs): the same structure
+ * on x86_64. */
+HP_EXPORT int
+prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit64 *new_limit,
+          struct rlimit64 *old)
+{
+	return prlimit(pid, res, (const struct rlimit *)new_limit,
+	               (struct rlimit *)old);
+}
+
+HP_EXPORT int
+setrlimit64(__rlimit_resource_t res, const struct rlimit64 *rl)
+{
+	return prlimit(0, res, (const struct rlimit *)rl, NULL);
 }
 #endif
 
