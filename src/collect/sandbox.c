@@ -8,7 +8,8 @@
  * so once a filter is in force the profiler writes no profile at all and
  * samples nothing more; the malloc path itself makes no system call that
  * glibc's malloc would not make (mmap, mprotect, munmap, mremap, madvise;
- * limits are read at start-up and at dumps, never on a sampled allocation).
+ * limits are read at start-up, at dumps and from the program's own
+ * setrlimit and prlimit calls, never on a sampled allocation).
  *
  * Seeing the filter:
  *   - inherited (installed by a parent before exec, as systemd, container
