@@ -95,6 +95,10 @@ static int64_t max_seconds = HTTP_MAX_SECONDS;
  * http_stop and the fork child. */
 static pthread_t http_th;
 static long http_pid;
+/* Set by whichever ends the thread's joinability first: the thread
+ * leaving on its own (it detaches itself: no thread left unjoined) or
+ * heapprof__http_stop (which joins it). */
+static _Atomic int http_claimed;
 
 /* ------------------------------------------------------------ responses */
 
@@ -670,6 +674,8 @@ http_main(void *arg)
 		}
 		http_process(pfd, r > 0 ? n : 0, heapprof__mono_ms());
 	}
+	if (!atomic_load(&heapprof__sandbox) && !atomic_exchange(&http_claimed, 1))
+		pthread_detach(pthread_self());
 	return NULL;
 }
 
@@ -711,7 +717,8 @@ heapprof__http_stop(void)
 	 * given to the program meanwhile). */
 	if (heapprof__fd_ours(&listen_k))
 		shutdown(listen_k.fd, SHUT_RDWR);
-	pthread_join(http_th, NULL);
+	if (!atomic_exchange(&http_claimed, 1))
+		pthread_join(http_th, NULL);
 	http_pid = 0;
 	/* Ours alone now: no thread uses them any more. Freed as the
 	 * thread would have (inside the profiler: its private memory). */

@@ -68,6 +68,9 @@ static char host[256] HP_BIG_BSS, port[16], prefix[256] HP_BIG_BSS;
 static char app[256] HP_BIG_BSS;
 static pid_t push_pid; /* the process whose thread pushes; 0: push is off */
 static pthread_t push_th; /* that thread: joinable (heapprof__push_stop) */
+/* Set by whichever ends its joinability first: the thread leaving on its
+ * own after the exit push (it detaches itself) or heapprof__push_stop. */
+static _Atomic int push_claimed;
 static _Atomic int stopped; /* the exit push ran: the thread sends no more */
 static _Atomic uint64_t pushed, failed, dropped;
 static int warned; /* push_lock */
@@ -457,6 +460,8 @@ push_main(void *arg)
 		}
 		pthread_mutex_unlock(&push_lock);
 	}
+	if (!atomic_load(&heapprof__sandbox) && !atomic_exchange(&push_claimed, 1))
+		pthread_detach(pthread_self());
 	return NULL;
 }
 
@@ -495,7 +500,8 @@ heapprof__push_stop(void)
 	pthread_mutex_lock(&wake_lock);
 	pthread_cond_signal(&wake_cond);
 	pthread_mutex_unlock(&wake_lock);
-	pthread_join(push_th, NULL);
+	if (!atomic_exchange(&push_claimed, 1))
+		pthread_join(push_th, NULL);
 	push_pid = 0;
 }
 
