@@ -49,18 +49,7 @@
  * the capture links (the unit tests and bench_unwind link the unwinder
  * without this file). */
 
-/* The interposers (x86_64: the system call made here, as glibc makes it).
- * Not in the ASan and TSan builds (tests/sanitize): their runtimes call
- * setrlimit and prctl while they start, before instrumented code may run
- * (TSan crashed in our setrlimit). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define HP_SAN_RUNTIME 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define HP_SAN_RUNTIME 1
-#endif
-#endif
-#if defined(__x86_64__) && !defined(HP_SAN_RUNTIME)
+#if defined(__x86_64__)
 /* The system call itself, as glibc's syscall() makes it (no errno). */
 static long
 raw6(long n, long a, long b, long c, long d, long e, long f)
@@ -76,6 +65,20 @@ raw6(long n, long a, long b, long c, long d, long e, long f)
 	return ret;
 }
 
+#endif
+
+/* The interposers (x86_64: the system call made here, as glibc makes it).
+ * Not in the ASan and TSan builds (tests/sanitize): their runtimes call
+ * setrlimit and prctl while they start, before instrumented code may run
+ * (TSan crashed in our setrlimit). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HP_SAN_RUNTIME 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define HP_SAN_RUNTIME 1
+#endif
+#endif
+#if defined(__x86_64__) && !defined(HP_SAN_RUNTIME)
 static long
 with_errno(long r)
 {
@@ -187,14 +190,17 @@ setrlimit64(__rlimit_resource_t res, const struct rlimit64 *rl)
 }
 #endif
 
-/* The decimal number after `key` in the status text, or -1. */
+/* The decimal number after `key` in the status text, or -1. By hand,
+ * not strstr: a page of libc's text fewer to fault in at every start. */
 HP_RARE static long
 status_field(const char *s, const char *key)
 {
-	const char *p = strstr(s, key);
-	if (!p)
+	const char *p = s;
+	size_t k = 0;
+	for (; *p && key[k]; p++)
+		k = *p == key[k] ? k + 1 : *p == key[0];
+	if (key[k])
 		return -1;
-	p += strlen(key);
 	while (*p == ' ' || *p == '\t')
 		p++;
 	if (*p < '0' || *p > '9')
@@ -211,29 +217,44 @@ status_field(const char *s, const char *key)
 HP_RARE void
 heapprof__sandbox_init(void)
 {
-	char buf[4096];
+	/* The names in .data, not string literals: the loader faults .data
+	 * in anyway, the constants' page is one more fault in every process. */
+	static char path[] = "/proc/self/status", k_seccomp[] = "\nSeccomp:",
+	            k_pid[] = "\nPid:";
+	char buf[2048]; /* the file is ~1.4 KB; "Seccomp:" is in its first 1.2 */
 	int saved = errno;
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	/* The system calls made here (x86_64), not through libc's wrappers:
+	 * pages of libc's text a process would not otherwise fault in. */
+#if defined(__x86_64__)
+#define SB_OPEN(p) ((int)raw6(SYS_openat, AT_FDCWD, (long)(p), O_RDONLY | O_CLOEXEC, 0, 0, 0))
+#define SB_READ(fd, b, n) raw6(SYS_read, fd, (long)(b), (long)(n), 0, 0, 0)
+#define SB_CLOSE(fd) raw6(SYS_close, fd, 0, 0, 0, 0, 0)
+#else
+#define SB_OPEN(p) open(p, O_RDONLY | O_CLOEXEC)
+#define SB_READ(fd, b, n) read(fd, b, n)
+#define SB_CLOSE(fd) close(fd)
+#endif
+	int fd = SB_OPEN(path);
 	if (fd < 0) {
 		errno = saved;
 		return; /* no /proc: nothing known, nothing done */
 	}
 	size_t n = 0;
 	for (;;) {
-		ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+		long r = SB_READ(fd, buf + n, sizeof(buf) - 1 - n);
 		if (r <= 0)
 			break;
 		n += (size_t)r;
 		if (n == sizeof(buf) - 1)
 			break;
 	}
-	close(fd);
+	SB_CLOSE(fd);
 	buf[n] = 0;
-	long mode = status_field(buf, "\nSeccomp:");
+	long mode = status_field(buf, k_seccomp);
 	if (mode > 0) {
 		atomic_store(&heapprof__sandbox, 1);
 		char msg[200] = "heapprof[";
-		long pid = status_field(buf, "\nPid:");
+		long pid = status_field(buf, k_pid);
 		if (pid < 0)
 			pid = 0;
 		size_t k = strlen(msg);
