@@ -118,13 +118,13 @@ rg_span(void)
  * prlimit: sandbox.c interposes them) is noted as it is set; one set
  * otherwise (a raw system call, another process's prlimit) is seen from
  * the next dump on. Relaxed: a stale answer only changes a step size. */
-static _Atomic int rg_as_limited = -1; /* -1: not read yet */
+static _Atomic int rg_as_limited; /* 0: not read yet, 1: no, 2: limited */
 
 bool
 rg_limited(void)
 {
 	int v = atomic_load_explicit(&rg_as_limited, memory_order_relaxed);
-	return v < 0 ? heapprof__range_limit_refresh() : v;
+	return v == 0 ? heapprof__range_limit_refresh() : v == 2;
 }
 
 HP_RARE bool
@@ -142,7 +142,7 @@ HP_RARE bool
 heapprof__range_limit_note(uint64_t cur)
 {
 	bool lim = cur != RLIM_INFINITY && cur < ((uint64_t)1 << 40);
-	atomic_store_explicit(&rg_as_limited, lim, memory_order_relaxed);
+	atomic_store_explicit(&rg_as_limited, lim ? 2 : 1, memory_order_relaxed);
 	return lim;
 }
 
