@@ -158,7 +158,8 @@ RTEST_BIN := $(patsubst tests/reliability/%.c,$(B)/tests/%,$(RTEST_C)) \
 	$(B)/tests/rprog_secure_linked \
 	$(B)/tests/rprog_numbers_linked \
 	$(B)/tests/rprog_range_linked $(B)/tests/rprog_sigexit_linked \
-	$(B)/tests/rprog_serve_linked $(B)/tests/rprog_getattr_linked
+	$(B)/tests/rprog_serve_linked $(B)/tests/rprog_getattr_linked \
+	$(B)/tests/rprog_seccomp_linked
 # rprog_unwind: -O2 without frame pointers, so only CFI can walk it.
 $(B)/tests/rprog_unwind: tests/reliability/rprog_unwind.c
 	@mkdir -p $(dir $@)

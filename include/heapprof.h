@@ -50,6 +50,7 @@ enum {
 	HEAPPROF_ENOSUBTRACT = -4016, /* delta: no sample type to subtract */
 	HEAPPROF_ECHANGED = -4017,  /* input read again differed (read callback) */
 	HEAPPROF_ESAMPLECAP = -4018, /* a sample has more locations or labels than 65,536 */
+	HEAPPROF_ESANDBOX = -4019,  /* a seccomp filter is in force: no profile is written */
 	/* legacy text profiles (heapprof convert) */
 	HEAPPROF_ENOTLEGACY = -4100, /* first line is not a known heap header */
 	HEAPPROF_ESAMPLE = -4101,    /* malformed legacy sample line */

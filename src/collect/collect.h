@@ -293,6 +293,10 @@ heapprof__range_owns(const void *p)
 }
 
 int heapprof__range_init(void);
+/* RLIMIT_AS read again (start-up, dumps); returns whether it limits. */
+bool heapprof__range_limit_refresh(void);
+/* The program set RLIMIT_AS's soft limit to cur (RLIM_INFINITY: none). */
+bool heapprof__range_limit_note(uint64_t cur);
 /* Memory for a sampled object: returns the user pointer (aligned to
  * `align`, a power of two >= 16) with its header filled in but for the
  * bucket, or NULL if the range cannot serve it (cannot grow, commit
@@ -531,6 +535,9 @@ typedef struct hp_delivery {
 	int (*atfork_prepare)(void);
 	void (*atfork_parent)(int locked);
 	void (*atfork_child)(int locked);
+	/* the program is installing a seccomp filter (sandbox.c): stop
+	 * what would make system calls later (threads, a dump in progress) */
+	void (*sandbox)(void);
 } hp_delivery;
 extern HP_HIDDEN const hp_delivery heapprof__delivery __attribute__((weak));
 HP_INLINE const hp_delivery *
@@ -576,10 +583,20 @@ hp_fork_dirty(void)
 		                      memory_order_relaxed);
 }
 
+/* ---------------------------------------------------------- sandbox.c */
+
+/* 0: no seccomp filter seen; 1: one was in force at start-up; 2: the
+ * program installed one. Nonzero: nothing sampled, no profile written. */
+extern HP_HIDDEN _Atomic int heapprof__sandbox;
+/* The constructor's first call: a filter inherited from the parent? */
+HP_HIDDEN void heapprof__sandbox_init(void);
+
 /* ending.c (libheapprof.so only, hence weak): the exit profile at SIGTERM,
  * SIGINT and _exit. init installs the handlers (after serve start);
  * atfork_child notes the new process. */
 HP_HIDDEN void heapprof__ending_init(void) __attribute__((weak));
 HP_HIDDEN void heapprof__ending_atfork_child(void) __attribute__((weak));
+/* A seccomp filter is going in: our handlers give SIG_DFL back. */
+HP_HIDDEN void heapprof__ending_sandbox(void) __attribute__((weak));
 
 #endif

@@ -105,6 +105,8 @@ HP_RARE static void
 ending_dump(int dump, const char *busy_msg)
 {
 	hp_tls *t = &heapprof__tls;
+	if (atomic_load(&heapprof__sandbox))
+		return; /* no profile, no system call (sandbox.c) */
 	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire) ||
 	    (long)getpid() != this_pid())
 		return;
@@ -390,4 +392,27 @@ HP_RARE HP_EXPORT void
 _Exit(int status)
 {
 	leave(status);
+}
+
+/* A seccomp filter is going in (sandbox.c): no ending profile from now
+ * on, and the handlers of ours give SIG_DFL back now, while sigaction is
+ * still allowed, so that SIGTERM and SIGINT kill as they would without
+ * the profiler (our handler's own calls could be what the filter kills,
+ * with SIGSYS). ending_on and exit_on are written once more, here. */
+HP_RARE void
+heapprof__ending_sandbox(void)
+{
+	const int sigs[2] = {SIGTERM, SIGINT};
+	exit_on = 0;
+	for (int i = 0; i < 2; i++) {
+		struct sigaction cur, dfl;
+		if (!ending_on[i])
+			continue;
+		ending_on[i] = 0;
+		if (call_sigaction(sigs[i], NULL, &cur) != 0 || !is_ours(&cur))
+			continue;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		call_sigaction(sigs[i], &dfl, NULL);
+	}
 }

@@ -343,7 +343,11 @@ heapprof_init(int argc, char **argv, char **envp)
 	(void)envp; /* glibc passes constructors main's three arguments */
 	hp_tls *t = &heapprof__tls;
 	hp_enter(t);
-	note_stderr();
+	/* Before anything: under a seccomp filter inherited from the parent
+	 * the profiler makes no call the program would not (sandbox.c). */
+	heapprof__sandbox_init();
+	if (!heapprof__sandbox)
+		note_stderr();
 	heapprof__interpose_resolve();
 	/* glibc's malloc initialised here, on the thread that runs the
 	 * constructors, before the program's threads exist. glibc does it at
@@ -364,6 +368,15 @@ heapprof_init(int argc, char **argv, char **envp)
 		int saved = errno;
 		(void)mallopt(0, 0);
 		errno = saved;
+	}
+	if (heapprof__sandbox) {
+		/* Off: nothing sampled, no thread, no handler, no exit dump;
+		 * the API's dumps say HEAPPROF_ESANDBOX. */
+		heapprof__cfg.rate = 0;
+		heapprof__cfg.at_exit = 0;
+		atomic_store_explicit(&heapprof__ready, 1, memory_order_release);
+		hp_leave(t);
+		return;
 	}
 	if (!heapprof__range_span) {
 		heapprof__warn("cannot reserve address space for sampled "

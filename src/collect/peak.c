@@ -63,8 +63,13 @@ take(void)
 		if (!atomic_load_explicit(&lock, memory_order_relaxed) &&
 		    !atomic_exchange_explicit(&lock, 1, memory_order_acquire))
 			break;
-		if (spins > 64)
-			sched_yield(); /* the holder may have been preempted */
+		/* The holder may have been preempted: yield, but not under a
+		 * seccomp filter (sandbox.c), where only the calls glibc's
+		 * malloc makes are sure to be allowed: spin then (a free of a
+		 * block sampled before the filter). */
+		if (spins > 64 &&
+		    !atomic_load_explicit(&heapprof__sandbox, memory_order_relaxed))
+			sched_yield();
 	}
 }
 

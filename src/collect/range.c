@@ -111,13 +111,39 @@ rg_span(void)
 }
 
 /* Is the address space limited (ulimit -v)? A limit of a TiB or more
- * counts as none. */
+ * counts as none. Read at start-up and at each dump
+ * (heapprof__range_limit_refresh), never on a sampled allocation: glibc's
+ * malloc makes no such call, and a seccomp filter may forbid it
+ * (sandbox.c). A limit the program sets later through libc (setrlimit,
+ * prlimit: sandbox.c interposes them) is noted as it is set; one set
+ * otherwise (a raw system call, another process's prlimit) is seen from
+ * the next dump on. Relaxed: a stale answer only changes a step size. */
+static _Atomic int rg_as_limited; /* 0: not read yet, 1: no, 2: limited */
+
 bool
 rg_limited(void)
 {
+	int v = atomic_load_explicit(&rg_as_limited, memory_order_relaxed);
+	return v == 0 ? heapprof__range_limit_refresh() : v == 2;
+}
+
+HP_RARE bool
+heapprof__range_limit_refresh(void)
+{
 	struct rlimit rl;
-	return getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	       rl.rlim_cur < ((rlim_t)1 << 40);
+	int saved = errno;
+	bool ok = getrlimit(RLIMIT_AS, &rl) == 0;
+	errno = saved;
+	return heapprof__range_limit_note(ok ? (uint64_t)rl.rlim_cur : RLIM_INFINITY);
+}
+
+/* The program set RLIMIT_AS's soft limit to `cur` (sandbox.c sees it). */
+HP_RARE bool
+heapprof__range_limit_note(uint64_t cur)
+{
+	bool lim = cur != RLIM_INFINITY && cur < ((uint64_t)1 << 40);
+	atomic_store_explicit(&rg_as_limited, lim ? 2 : 1, memory_order_relaxed);
+	return lim;
 }
 
 HP_RARE int
@@ -127,6 +153,7 @@ heapprof__range_init(void)
 		return 0;
 	/* The auxiliary vector, not sysconf(): init already reads it, and
 	 * sysconf's code is one more page of libc to fault in. */
+	heapprof__range_limit_refresh();
 	unsigned long ps = getauxval(AT_PAGESZ);
 	rg_page = ps ? (size_t)ps : 4096;
 	/* Midway between the program break and the stack: the largest gap

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/syscall.h>
+#include <sys/auxv.h>
 
 #include "collect.h"
 #include "hpmath.h"
@@ -41,13 +41,26 @@ rng_next(hp_tls *t)
 	return x * 0x2545f4914f6cdd1dULL;
 }
 
+/* No gettid (a thread's first allocation comes here, and glibc's malloc
+ * makes no such call: a seccomp filter may forbid it, sandbox.c): the
+ * kernel's random bytes for this process (AT_RANDOM), a count of seeds
+ * (threads of one process differ), the thread's own address and the
+ * clock, which the vDSO reads without entering the kernel (fork children,
+ * whose random bytes, count and address are the parent's, differ by it). */
+static _Atomic uint64_t seeds;
+
 static void
 rng_seed(hp_tls *t)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uint64_t s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
-	             ((uint64_t)syscall(SYS_gettid) << 17) ^ (uintptr_t)t;
+	const unsigned char *ar = (const unsigned char *)getauxval(AT_RANDOM);
+	uint64_t r = 0;
+	if (ar)
+		memcpy(&r, ar, sizeof(r));
+	uint64_t s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ r ^
+	             (atomic_fetch_add_explicit(&seeds, 1, memory_order_relaxed)
+	              * 0x9e3779b97f4a7c15ULL) ^ (uintptr_t)t;
 	/* splitmix64 finaliser so that nearby seeds diverge at once. */
 	s += 0x9e3779b97f4a7c15ULL;
 	s = (s ^ (s >> 30)) * 0xbf58476d1ce4e5b9ULL;

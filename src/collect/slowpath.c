@@ -61,6 +61,8 @@ sample_decide(hp_tls *t, size_t n)
 	int64_t rate = heapprof__unreached ? 0
 	                                   : atomic_load_explicit(&heapprof__cfg.rate,
 	                                                          memory_order_relaxed);
+	if (atomic_load_explicit(&heapprof__sandbox, memory_order_relaxed))
+		rate = 0; /* no profile will be written (sandbox.c) */
 	return heapprof__sampler_take(t, rate, heapprof__weight(n));
 }
 

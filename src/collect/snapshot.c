@@ -376,6 +376,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
                             const hp_snap_opts *o)
 {
 	int64_t now = heapprof__now_nanos();
+	heapprof__range_limit_refresh(); /* a dump: limits may be read (range.c) */
 	heapprof_record *recs;
 	size_t n;
 	hp_baseline next;

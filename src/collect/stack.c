@@ -38,6 +38,12 @@ typedef int (*unw_backtrace_fn)(void **, int);
 static int main_text(struct dl_phdr_info *info, size_t size, void *arg);
 static unw_backtrace_fn unw_bt; /* written once at init */
 static void stack_bounds(hp_tls *t);
+/* RLIMIT_STACK as it was at start-up, read by stack_init: the main
+ * thread's stack was laid out with it, and a thread's first sample must
+ * make no system call glibc's malloc would not (sandbox.c). 0: unknown or
+ * unusable. Written once at start-up. */
+static rlim_t stack_limit;
+
 
 static int
 load_libunwind(void)
@@ -64,6 +70,9 @@ HP_RARE int
 heapprof__stack_init(hp_tls *t)
 {
 	heapprof__getattr_next();
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_STACK, &rl) == 0)
+		stack_limit = rl.rlim_cur;
 	if (!t->stack_hi)
 		stack_bounds(t);
 	if (heapprof__cfg.unwind == HP_UNWIND_FP)
@@ -108,12 +117,12 @@ extern void *__libc_stack_end;
 HP_RARE static int
 main_stack_bounds(hp_tls *t)
 {
-	struct rlimit rl;
+	struct rlimit rl = {stack_limit, stack_limit};
 	const char *fn = (const char *)getauxval(AT_EXECFN);
 	/* No gettid() == getpid() test (two system calls at every start):
 	 * another thread's stack lies outside the window checked below. */
-	if (!fn || getrlimit(RLIMIT_STACK, &rl) != 0 ||
-	    rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (120u << 20))
+	if (!fn || rl.rlim_cur == 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur > (120u << 20))
 		return 0;
 	uintptr_t pg = (uintptr_t)getpagesize();
 	uintptr_t hi = ((uintptr_t)__libc_stack_end | (pg - 1)) + 1;
@@ -171,6 +180,13 @@ stack_bounds(hp_tls *t)
 		atomic_load_explicit(&getattr_next, memory_order_acquire);
 	if (heapprof__in_getattr || !getattr)
 		return; /* unknown for now (0): see above */
+	/* pthread_getattr_np makes system calls (sched_getaffinity; the
+	 * maps for the main thread) that a seccomp filter may forbid: not
+	 * once one is in force (sandbox.c; nothing is sampled then, but a
+	 * sample may have begun as the filter went in). Unknown bounds: each
+	 * read of the stack is checked (unwind.c), or not made. */
+	if (atomic_load_explicit(&heapprof__sandbox, memory_order_relaxed))
+		return;
 	pthread_attr_t a;
 	void *lo;
 	size_t sz;

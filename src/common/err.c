@@ -52,6 +52,8 @@ heapprof_strerror(int err)
 	case HEAPPROF_ESAMPLECAP:
 		return "a sample has more locations or labels than heapprof's "
 		       "limit (65,536 each)";
+	case HEAPPROF_ESANDBOX:
+		return "the process is in a seccomp sandbox: heapprof writes no profile";
 	case HEAPPROF_ENOTLEGACY:
 		return "not a legacy heap profile (unrecognized first line)";
 	case HEAPPROF_ESAMPLE:

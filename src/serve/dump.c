@@ -222,6 +222,8 @@ dump_fn(void *path)
 static int
 dump_file(const char *path, int own_stack)
 {
+	if (atomic_load(&heapprof__sandbox))
+		return HEAPPROF_ESANDBOX; /* sandbox.c; heapprof__serve_sandbox */
 	static const int sigs[] = {SIGXFSZ, SIGPIPE};
 	sigset_t block, old, pend;
 	sigemptyset(&block);
@@ -295,6 +297,7 @@ heapprof__serve_due(void)
 {
 	hp_tls *t = &heapprof__tls;
 	if (t->busy || atomic_load_explicit(&exiting, memory_order_relaxed) ||
+	    atomic_load_explicit(&heapprof__sandbox, memory_order_relaxed) ||
 	    !is_due(mono_ms(CLOCK_MONOTONIC_COARSE)) ||
 	    !atomic_load_explicit(&heapprof__ready, memory_order_acquire))
 		return;
@@ -362,6 +365,8 @@ static void
 on_signal(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
+	if (atomic_load(&heapprof__sandbox))
+		return; /* no dump, and no system call: sandbox.c */
 	atomic_store(&pending, 1);
 	if (handler_may_dump()) {
 		heapprof__in_handler++; /* no loader lock (snapshot.c) */
@@ -409,7 +414,9 @@ heapprof__serve_snapshot_wait(heapprof_write_fn *write_fn, void *arg,
 	}
 	pid_t me = getpid();
 	struct snap_args a = {write_fn, arg, o};
-	int rc = heapprof__on_dump_stack(snap_fn, &a);
+	int rc = atomic_load(&heapprof__sandbox)
+	                 ? HEAPPROF_ESANDBOX
+	                 : heapprof__on_dump_stack(snap_fn, &a);
 	run_due_locked();
 	unlock_from(me);
 	cancel_restore(cs);
@@ -558,6 +565,12 @@ exit_profile(int note)
 HP_RARE void
 heapprof__serve_exit(int dump)
 {
+	if (atomic_load(&heapprof__sandbox)) {
+		/* No profile, no last push, no system call (sandbox.c). */
+		atomic_store(&exiting, 1);
+		atomic_store(&exit_done, 1);
+		return;
+	}
 	if (dump == 2) {
 		if (!atomic_load(&exiting)) {
 			int cs = cancel_off();
@@ -593,6 +606,23 @@ heapprof__serve_exit_wait(int ms)
 		struct timespec ts = {0, 5 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
+	cancel_restore(cs);
+}
+
+/* The program is installing a seccomp filter (collect/sandbox.c has set
+ * heapprof__sandbox, so no new dump or snapshot starts): the endpoint's
+ * and push's threads are stopped and waited for, and so is a dump in
+ * progress, before the filter can apply to their system calls. */
+HP_RARE void
+heapprof__serve_sandbox(void)
+{
+	heapprof__http_stop();
+	heapprof__push_stop();
+	if (heapprof__tls.busy)
+		return; /* inside a dump (a write callback): that is this one */
+	int cs = cancel_off();
+	if (lock_bounded(THREAD_WAIT_MS))
+		pthread_mutex_unlock(&dump_lock);
 	cancel_restore(cs);
 }
 
@@ -643,6 +673,8 @@ heapprof_dump_file(const char *path)
 {
 	if (!atomic_load_explicit(&heapprof__ready, memory_order_acquire))
 		return HEAPPROF_ENOTINIT;
+	if (atomic_load(&heapprof__sandbox))
+		return HEAPPROF_ESANDBOX; /* before any system call: sandbox.c */
 	hp_tls *t = &heapprof__tls;
 	if (t->busy)
 		return -EDEADLK;
@@ -664,6 +696,8 @@ static int
 api_snapshot(heapprof_write_fn *write_fn, void *arg, const hp_snap_opts *o)
 {
 	hp_tls *t = &heapprof__tls;
+	if (atomic_load(&heapprof__sandbox))
+		return HEAPPROF_ESANDBOX; /* before any system call: sandbox.c */
 	if (t->busy)
 		return -EDEADLK;
 	hp_enter(t);
@@ -671,7 +705,10 @@ api_snapshot(heapprof_write_fn *write_fn, void *arg, const hp_snap_opts *o)
 	int cs = cancel_off();
 	pthread_mutex_lock(&dump_lock);
 	pid_t me = getpid();
-	int rc = heapprof__snapshot_write_ex(write_fn, arg, o);
+	/* Again under the lock: heapprof__serve_sandbox waits for it. */
+	int rc = atomic_load(&heapprof__sandbox)
+	                 ? HEAPPROF_ESANDBOX
+	                 : heapprof__snapshot_write_ex(write_fn, arg, o);
 	hp_fork_dirty();
 	run_due_locked();
 	unlock_from(me);

@@ -15,6 +15,7 @@ const hp_delivery heapprof__delivery = {
 	.atfork_prepare = heapprof__serve_atfork_prepare,
 	.atfork_parent = heapprof__serve_atfork_parent,
 	.atfork_child = heapprof__serve_atfork_child,
+	.sandbox = heapprof__serve_sandbox,
 };
 
 /* Referenced (strongly) by init.c: the capture's reference to

@@ -89,6 +89,16 @@ static conn conns[HTTP_MAX_CONN] HP_BIG_BSS;
  * where reading each state faulted in 66 zero pages per fork (issue 15). */
 static int conns_used;
 static int64_t max_seconds = HTTP_MAX_SECONDS;
+/* The endpoint's thread, joinable so that a seccomp filter goes in only
+ * once it is gone (heapprof__http_stop), and the process it runs in (0:
+ * none; a fork child has none). Written before it starts, and by
+ * http_stop and the fork child. */
+static pthread_t http_th;
+static long http_pid;
+/* Set by whichever ends the thread's joinability first: the thread
+ * leaving on its own (it detaches itself: no thread left unjoined) or
+ * heapprof__http_stop (which joins it). */
+static _Atomic int http_claimed;
 
 /* ------------------------------------------------------------ responses */
 
@@ -639,6 +649,10 @@ http_main(void *arg)
 	hp_enter(t); /* nothing this thread allocates is the program's */
 	struct pollfd pfd[1 + HTTP_MAX_CONN];
 	for (;;) {
+		/* A seccomp filter is going in (sandbox.c): gone at once;
+		 * heapprof__http_stop closes the descriptors once it is. */
+		if (atomic_load(&heapprof__sandbox))
+			break;
 		int timeout = heapprof__serve_thread_due();
 		if (!heapprof__fd_ours(&listen_k)) {
 			http_off();
@@ -660,6 +674,8 @@ http_main(void *arg)
 		}
 		http_process(pfd, r > 0 ? n : 0, heapprof__mono_ms());
 	}
+	if (!atomic_load(&heapprof__sandbox) && !atomic_exchange(&http_claimed, 1))
+		pthread_detach(pthread_self());
 	return NULL;
 }
 
@@ -674,10 +690,13 @@ heapprof__http_start(void)
 	pthread_t th;
 	pthread_attr_t a;
 	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	int rc = pthread_create(&th, &a, http_main, NULL);
 	pthread_attr_destroy(&a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc == 0) {
+		http_th = th;
+		http_pid = (long)getpid();
+	}
 	if (rc != 0) {
 		heapprof__warn("cannot start the endpoint's thread: the endpoint "
 		               "is off");
@@ -688,8 +707,34 @@ heapprof__http_start(void)
 }
 
 HP_RARE void
+heapprof__http_stop(void)
+{
+	if (!http_pid || http_pid != (long)getpid())
+		return;
+	/* Wakes its poll() at once rather than within HTTP_CHECK_MS: the
+	 * listening socket is shut down (if it is still ours; the thread
+	 * closes nothing on its way out, so the number cannot have been
+	 * given to the program meanwhile). */
+	if (heapprof__fd_ours(&listen_k))
+		shutdown(listen_k.fd, SHUT_RDWR);
+	if (!atomic_exchange(&http_claimed, 1))
+		pthread_join(http_th, NULL);
+	http_pid = 0;
+	/* Ours alone now: no thread uses them any more. Freed as the
+	 * thread would have (inside the profiler: its private memory). */
+	hp_tls *t = &heapprof__tls;
+	hp_enter(t);
+	heapprof__fd_release(&listen_k);
+	for (int i = 0; i < HTTP_MAX_CONN; i++)
+		if (conns[i].state != C_FREE)
+			conn_close(&conns[i]);
+	hp_leave(t);
+}
+
+HP_RARE void
 heapprof__http_atfork_child(void)
 {
+	http_pid = 0; /* its thread is the parent's */
 	/* No thread serves these here: a daemon (fork, the parent exits)
 	 * must not keep a port nobody answers, nor the parent's clients'
 	 * connections open. The buffers are left allocated (the thread may

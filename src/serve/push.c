@@ -54,6 +54,10 @@ typedef struct item {
 /* The queue, the interval's baseline and the last address reached:
  * push_lock (the push thread, and the exiting thread at exit). */
 static pthread_mutex_t push_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The thread's sleep between rounds, cut short by heapprof__push_stop (a
+ * seccomp filter going in waits for the thread to end). */
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
 static item queue[QUEUE_MAX] HP_BIG_BSS;
 static int qhead, qlen;
 static hp_baseline base;
@@ -63,6 +67,10 @@ static socklen_t last_addrlen;
 static char host[256] HP_BIG_BSS, port[16], prefix[256] HP_BIG_BSS;
 static char app[256] HP_BIG_BSS;
 static pid_t push_pid; /* the process whose thread pushes; 0: push is off */
+static pthread_t push_th; /* that thread: joinable (heapprof__push_stop) */
+/* Set by whichever ends its joinability first: the thread leaving on its
+ * own after the exit push (it detaches itself) or heapprof__push_stop. */
+static _Atomic int push_claimed;
 static _Atomic int stopped; /* the exit push ran: the thread sends no more */
 static _Atomic uint64_t pushed, failed, dropped;
 static int warned; /* push_lock */
@@ -421,14 +429,20 @@ push_main(void *arg)
 	hp_tls *t = &heapprof__tls;
 	hp_enter(t);
 	int64_t backoff = 0, retry_at = 0, waited = 0;
-	while (!atomic_load(&stopped)) {
+	while (!atomic_load(&stopped) && !atomic_load(&heapprof__sandbox)) {
 		/* Sleep a second at a time: a period boundary or a retry. */
-		struct timespec ts = {1, 0};
-		nanosleep(&ts, NULL);
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += 1;
+		pthread_mutex_lock(&wake_lock);
+		if (!atomic_load(&heapprof__sandbox))
+			pthread_cond_clockwait(&wake_cond, &wake_lock,
+			                       CLOCK_MONOTONIC, &ts);
+		pthread_mutex_unlock(&wake_lock);
 		waited += 1000;
 		int64_t now_s = heapprof__now_nanos() / 1000000000;
 		pthread_mutex_lock(&push_lock);
-		if (atomic_load(&stopped)) {
+		if (atomic_load(&stopped) || atomic_load(&heapprof__sandbox)) {
 			pthread_mutex_unlock(&push_lock);
 			break;
 		}
@@ -446,6 +460,8 @@ push_main(void *arg)
 		}
 		pthread_mutex_unlock(&push_lock);
 	}
+	if (!atomic_load(&heapprof__sandbox) && !atomic_exchange(&push_claimed, 1))
+		pthread_detach(pthread_self());
 	return NULL;
 }
 
@@ -471,6 +487,22 @@ heapprof__push_exit(void)
 	while (qlen && send_head(deadline, 0) == 0)
 		;
 	pthread_mutex_unlock(&push_lock);
+}
+
+/* A seccomp filter is going in (sandbox.c): the thread is woken from
+ * its sleep, or ends its request in flight (POST_DEADLINE_MS at most), and
+ * is waited for; nothing more is pushed, not even at exit. */
+HP_RARE void
+heapprof__push_stop(void)
+{
+	if (!push_pid || push_pid != getpid())
+		return;
+	pthread_mutex_lock(&wake_lock);
+	pthread_cond_signal(&wake_cond);
+	pthread_mutex_unlock(&wake_lock);
+	if (!atomic_exchange(&push_claimed, 1))
+		pthread_join(push_th, NULL);
+	push_pid = 0;
 }
 
 HP_RARE void
@@ -513,8 +545,7 @@ heapprof__push_start(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_t th;
 	pthread_attr_t a;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_init(&a); /* joinable: heapprof__push_stop */
 	base.time_nanos = heapprof__now_nanos();
 	int rc = pthread_create(&th, &a, push_main, (void *)(intptr_t)(secs * 1000));
 	pthread_attr_destroy(&a);
@@ -523,6 +554,7 @@ heapprof__push_start(void)
 		heapprof__warn("cannot start the push thread; push is off");
 		return -rc;
 	}
+	push_th = th;
 	push_pid = getpid();
 	return 0;
 }

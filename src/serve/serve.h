@@ -99,12 +99,17 @@ int heapprof__serve_thread_due(void);
 /* Asks for one template dump at the next safe point, as the dump signal
  * does (peak.c's growth and limit triggers). Async-signal-safe. */
 void heapprof__serve_request(void);
+/* A seccomp filter is going in (hp_delivery.sandbox): stops the threads,
+ * waits for a dump in progress. */
+void heapprof__serve_sandbox(void);
 
 /* http.c: the /debug/pprof endpoint and its thread. */
 int heapprof__http_init(const char *spec, int allow_remote);
 int heapprof__http_port(void);
 int heapprof__http_start(void);
 void heapprof__http_atfork_child(void);
+/* Ends the endpoint's thread and waits until it is gone (sandbox). */
+void heapprof__http_stop(void);
 /* The poll timeout for a deadline `left` ms away: 0..1000000 (-1: none). */
 int heapprof__poll_timeout(int64_t left_ms);
 
@@ -113,6 +118,8 @@ int heapprof__push_start(void);
 /* The last interval's profile, at exit, within a few seconds. */
 void heapprof__push_exit(void);
 void heapprof__push_atfork_child(void);
+/* Ends push's thread and waits until it is gone (sandbox). */
+void heapprof__push_stop(void);
 
 /* fdkeep.c: a descriptor the profiler keeps, and its identity. */
 typedef struct hp_kept_fd {

@@ -2,7 +2,9 @@
 # The preload library's shape: it exports only the malloc family, the
 # signal and _exit functions of src/collect/ending.c, pthread_getattr_np
 # (interpose.c: a first sample inside it must not ask it again), dlclose
-# (unload_hook.c: a plugin's sampled frames kept past its unloading), and the
+# (unload_hook.c: a plugin's sampled frames kept past its unloading), prctl,
+# syscall, setrlimit and prlimit (sandbox.c: a seccomp filter going in, a
+# limit the program sets, seen without a system call of ours), and the
 # heapprof_ API; its thread state is initial-exec TLS (a TPOFF relocation,
 # no __tls_get_addr, which may allocate); libunwind is not a link-time
 # dependency (it is dlopen'ed RTLD_LOCAL, so its _Unwind_* symbols never
@@ -15,7 +17,7 @@ if ! command -v readelf >/dev/null || ! command -v objdump >/dev/null; then
 	skip_tool capture_abi "readelf or objdump" binutils
 	exit 0
 fi
-allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|bsd_signal|ssignal|sysv_signal|__sysv_signal|_exit|_Exit|pthread_getattr_np|dlclose|heapprof_[a-z_]+)$'
+allowed='^(malloc|free|calloc|realloc|reallocarray|posix_memalign|aligned_alloc|memalign|valloc|pvalloc|malloc_usable_size|sigaction|signal|bsd_signal|ssignal|sysv_signal|__sysv_signal|_exit|_Exit|pthread_getattr_np|dlclose|prctl|syscall|setrlimit|setrlimit64|prlimit|prlimit64|heapprof_[a-z_]+)$'
 bad=$(nm -D --defined-only "$LIB" | awk '{print $3}' | grep -Ev "$allowed")
 if [ -z "$bad" ]; then pass abi.exports; else fail abi.exports "unexpected exports: $bad"; fi
 for f in malloc free calloc realloc posix_memalign aligned_alloc memalign valloc pvalloc malloc_usable_size reallocarray \
