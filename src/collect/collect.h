@@ -230,6 +230,9 @@ int64_t heapprof__sampler_next(hp_tls *t, int64_t rate);
  * ran out), or 0: not a sample. A thread without a distance (new, or a
  * fork child) draws its first one here and charges w against it. */
 int64_t heapprof__sampler_take(hp_tls *t, int64_t rate, uint64_t w);
+/* A random bit for a sample's half (peak.c), from the thread's generator
+ * (seeding it at rate 1, where distances do not use it). */
+uint32_t heapprof__sampler_half(hp_tls *t);
 /* Forgets the thread's distance and seed (a fork child: the parent and
  * its other children must not sample at the same offsets). */
 void heapprof__sampler_reset(hp_tls *t);

@@ -118,7 +118,7 @@ bucket_here(hp_tls *t, uintptr_t ra, int extra, size_t size, int64_t rate)
 }
 
 /* A sample of `size` bytes at o, recorded in bucket b. Its half (peak.c)
- * is a bit of its thread's generator, which the program cannot sway. */
+ * is a draw of its thread's generator, which the program cannot sway. */
 static void
 record_alloc(hp_obj *o, hp_bucket *b, size_t size)
 {
@@ -126,7 +126,7 @@ record_alloc(hp_obj *o, hp_bucket *b, size_t size)
 	atomic_fetch_add_explicit(&b->alloc_bytes, (int64_t)size,
 	                          memory_order_relaxed);
 	o->bucket = b;
-	o->half = (uint32_t)(heapprof__tls.rng >> 32) & 1;
+	o->half = heapprof__sampler_half(&heapprof__tls);
 	heapprof__peak_alloc(b, o->half);
 	int64_t step = heapprof__exact_on();
 	if (step)

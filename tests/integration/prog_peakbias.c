@@ -7,7 +7,7 @@
  *             allocated: the total never passes MB MiB
  *   spike     sizes of 64..8191 bytes up to MB MiB, all freed, then
  *             CHURN_MB MiB of short-lived 4 KiB blocks at a low level
- *   sawtooth  ten teeth: up to MB MiB, down to MB/5 MiB, in 4 KiB blocks
+ *   sawtooth  eight teeth: up to MB MiB, down to MB/5 MiB, in 4 KiB blocks
  *             freed oldest first (CHURN_MB is unused) */
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,7 +110,7 @@ sawtooth(size_t mb)
 	void **v = malloc(n * sizeof(*v)); /* not counted: malloc, not get */
 	if (!v)
 		return;
-	for (int tooth = 0; tooth < 10; tooth++) {
+	for (int tooth = 0; tooth < 8; tooth++) {
 		for (; have < n; have++, head = (head + 1) % n)
 			v[head] = get(4096);
 		for (; have > low; have--, tail = (tail + 1) % n)
