@@ -27,18 +27,59 @@
 
 /* Before the constructor sets `fwd`: the next allocator, whatever
  * heapprof__next holds then (bootstrap.c's lazy functions at first). */
-static void *t_malloc(size_t n) { return heapprof__next.malloc(n); }
-static void t_free(void *p) { heapprof__next.free(p); }
-static void *t_calloc(size_t n, size_t s) { return heapprof__next.calloc(n, s); }
-static void *t_realloc(void *p, size_t n) { return heapprof__next.realloc(p, n); }
-static int t_posix_memalign(void **pp, size_t a, size_t n)
+static void *
+t_malloc(size_t n)
+{
+	return heapprof__next.malloc(n);
+}
+
+static void
+t_free(void *p)
+{
+	heapprof__next.free(p);
+}
+
+static void *
+t_calloc(size_t n, size_t s)
+{
+	return heapprof__next.calloc(n, s);
+}
+
+static void *
+t_realloc(void *p, size_t n)
+{
+	return heapprof__next.realloc(p, n);
+}
+
+static int
+t_posix_memalign(void **pp, size_t a, size_t n)
 {
 	return heapprof__next.posix_memalign(pp, a, n);
 }
-static void *t_aligned_alloc(size_t a, size_t n) { return heapprof__next.aligned_alloc(a, n); }
-static void *t_memalign(size_t a, size_t n) { return heapprof__next.memalign(a, n); }
-static void *t_valloc(size_t n) { return heapprof__next.valloc(n); }
-static void *t_pvalloc(size_t n) { return heapprof__next.pvalloc(n); }
+
+static void *
+t_aligned_alloc(size_t a, size_t n)
+{
+	return heapprof__next.aligned_alloc(a, n);
+}
+
+static void *
+t_memalign(size_t a, size_t n)
+{
+	return heapprof__next.memalign(a, n);
+}
+
+static void *
+t_valloc(size_t n)
+{
+	return heapprof__next.valloc(n);
+}
+
+static void *
+t_pvalloc(size_t n)
+{
+	return heapprof__next.pvalloc(n);
+}
 
 /* What the fast paths jump to (see the header). Written by
  * heapprof__interpose_count in the constructor, each pointer at once; a

@@ -356,8 +356,13 @@ next_is_glibc(void)
 HP_RARE void
 heapprof__peak_init(void)
 {
-	int exact = heapprof__cfg.peak_exact && next_is_glibc();
-	if (heapprof__cfg.peak_exact && !exact)
+	/* Not in a process that samples nothing (rate 0 at start: also one
+	 * HEAPPROF_ONLY leaves out), which would pay for it for nothing. */
+	int exact = heapprof__cfg.peak_exact &&
+	            atomic_load_explicit(&heapprof__cfg.rate, memory_order_relaxed) &&
+	            next_is_glibc();
+	if (heapprof__cfg.peak_exact && !exact && heapprof__cfg.rate &&
+	    !heapprof__unreached)
 		heapprof__warn("HEAPPROF_PEAK_EXACT: the allocator is not glibc's: "
 		               "the peak is timed by halves of the samples");
 	if (exact) {
