@@ -257,11 +257,12 @@ DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libdw-dev
 # chromium with playwright-core from npm; NodeSource's nodejs provides
 # npm), lintian (deb.sh), binutils (readelf, objdump, nm), git, man-db;
 # libgoogle-perftools-dev and libjemalloc-dev: tests/corpus/gen.sh writes
-# gperftools and jemalloc dumps with them (jeprof reads the latter).
+# gperftools and jemalloc dumps with them (jeprof reads the latter);
+# heaptrack: the cross-check of the peak (capture_peak_bias.sh).
 DEBS_TEST  := libunwind8 golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
 	python3 sqlite3 procps chromium libjemalloc-dev groff-base \
 	curl strace gdb valgrind nodejs npm lintian binutils git man-db libc6-dev \
-	libgoogle-perftools-dev libtcmalloc-minimal4 redis-server redis-tools
+	libgoogle-perftools-dev libtcmalloc-minimal4 redis-server redis-tools heaptrack
 deps:
 	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh
 deps-test:

@@ -39,6 +39,9 @@ typedef struct hp_tls {
 	 * held until the thread leaves the profiler, then raised again */
 	volatile int held_sig;
 	int64_t saved_left; /* `left` while busy (hp_enter / hp_leave) */
+	int64_t exact;     /* bytes in use this thread added less removed, not
+	                    * yet in peak.c's exact total (heapprof__exact_*) */
+	uint32_t exact_reg; /* its thread-exit flush is registered (peak.c) */
 } hp_tls;
 
 extern HP_HIDDEN __thread hp_tls heapprof__tls
@@ -126,6 +129,7 @@ typedef struct hp_config {
 	                         * get age_s labels, push does not), 1 set to
 	                         * 1 (push too), -1 set to 0 (none) */
 	int quiet;              /* HEAPPROF_QUIET=1: no line on stderr */
+	int peak_exact;         /* time the peak by the exact count (peak.c) */
 } hp_config;
 
 /* Written once by the constructor before sampling is enabled; read-only
@@ -154,6 +158,10 @@ extern HP_HIDDEN _Atomic int heapprof__ready;
 extern HP_HIDDEN const char __start_heapprof_entry[], __stop_heapprof_entry[];
 /* 1 if the program's malloc is ours (not so when dlopen'd), interpose.c */
 HP_HIDDEN int heapprof__interposing(void);
+/* Points the fast paths at the next allocator (after it is resolved), or
+ * with `on` at the functions that also count each block's chunk size for
+ * the exact count (peak.c). Once, by the constructor. */
+void heapprof__interpose_count(int on);
 
 /* The next allocator's functions (glibc's, or another preloaded one). */
 typedef struct hp_next {
@@ -236,6 +244,9 @@ int64_t heapprof__sampler_next(hp_tls *t, int64_t rate);
  * ran out), or 0: not a sample. A thread without a distance (new, or a
  * fork child) draws its first one here and charges w against it. */
 int64_t heapprof__sampler_take(hp_tls *t, int64_t rate, uint64_t w);
+/* A random bit for a sample's half (peak.c), from the thread's generator
+ * (seeding it at rate 1, where distances do not use it). */
+uint32_t heapprof__sampler_half(hp_tls *t);
 /* Forgets the thread's distance and seed (a fork child: the parent and
  * its other children must not sample at the same offsets). */
 void heapprof__sampler_reset(hp_tls *t);
@@ -272,7 +283,9 @@ typedef struct hp_obj {
 	uint32_t moved;     /* exact runs: realloc moved its pages here
 	                     * (mremap), so they are a mapping of their own
 	                     * (range_exact.c) */
-	uint64_t pad1[2];
+	uint32_t half;      /* samples: which half of them it is in (peak.c) */
+	uint32_t pad0;
+	uint64_t pad1;
 } hp_obj;
 #define HP_OBJ_MAGIC 0x68656170726f6621ULL /* "heaprof!" */
 #define HP_BOOT_MAGIC 0x626f6f74626f6f74ULL /* "bootboot": bootstrap block */
@@ -382,11 +395,12 @@ typedef struct hp_bucket {
 	_Atomic int64_t alloc_objects, alloc_bytes, free_objects, free_bytes;
 	uint32_t id;    /* 0, 1, 2, ... in order of creation */
 	uint32_t depth;
-	/* peak.c's, under its lock: live sampled objects, how many were
-	 * live at the peak of epoch peak_epoch, and the unsampled bytes of
-	 * one object plus one (0: not computed yet). */
-	int64_t live, peak_objects;
-	uint64_t peak_epoch;
+	/* peak.c's, under its lock, for each half of the samples: live
+	 * sampled objects, how many were live at the peak of epoch
+	 * peak_epoch; and the unsampled bytes of one object plus one (0:
+	 * not computed yet). */
+	int64_t live[2], peak_objects[2];
+	uint64_t peak_epoch[2];
 	int64_t weight1;
 	uint64_t stack[];
 } hp_bucket;
@@ -421,17 +435,86 @@ int64_t heapprof__mem_limit(void);
 
 /* ---------------------------------------------------------------- peak.c */
 
-/* A sampled object of bucket b was allocated / freed (called outside the
- * fast path, the thread busy for an allocation). May request a dump
+/* A sampled object of bucket b, in half `half` (0 or 1, drawn at random
+ * for each sample: peak.c's header), was allocated / freed (called outside
+ * the fast path, the thread busy for an allocation). May request a dump
  * (--dump-growth, --dump-limit), which is taken at the next safe point. */
-void heapprof__peak_alloc(hp_bucket *b);
-void heapprof__peak_free(hp_bucket *b);
+void heapprof__peak_alloc(hp_bucket *b, uint32_t half);
+void heapprof__peak_free(hp_bucket *b, uint32_t half);
 /* objs[id] = the sampled objects bucket id had in use at the peak, for
  * ids < n; with reset, the peak restarts from the in-use total now. */
 void heapprof__peak_read(int64_t *objs, uint32_t n, int reset);
 /* Reads the growth and limit options (once, by the constructor). */
 void heapprof__peak_init(void);
 void heapprof__peak_atfork_child(void);
+
+/* The exact count of bytes in use that may time the peak (peak.c's
+ * header): glibc's chunk sizes, read from the word before each block the
+ * next allocator returns or is given back. heapprof__exact_step is 0 when
+ * the count is off (the default; another allocator than glibc), else the
+ * bytes a thread keeps before it adds them to the global total (written
+ * under peak.c's lock, read relaxed). */
+extern HP_HIDDEN _Atomic int64_t heapprof__exact_step;
+/* Adds the thread's d bytes to the total (and takes a new high). */
+HP_NOINLINE void heapprof__exact_flush(hp_tls *t, int64_t d);
+/* Registers the thread's exit flush (slow path, once a thread). */
+void heapprof__exact_thread(hp_tls *t);
+
+/* The chunk size glibc keeps in the word before p (flag bits masked). */
+HP_INLINE int64_t
+hp_chunk(const void *p)
+{
+	return (int64_t)(((const size_t *)p)[-1] & ~(size_t)7);
+}
+
+/* What glibc's chunk for a request of n bytes would be (sampled blocks,
+ * which live in the range, are counted in the same units). */
+HP_INLINE int64_t
+hp_chunk_of(size_t n)
+{
+	size_t c = n > SIZE_MAX / 2 ? n : (n + 8 + 15) & ~(size_t)15;
+	return (int64_t)(c < 32 ? 32 : c);
+}
+
+/* d more bytes in use in this thread (negative: fewer). Two compares and
+ * a thread-local store unless the thread's count passes the step. */
+HP_INLINE void
+heapprof__exact_add(hp_tls *t, int64_t step, int64_t d)
+{
+	d += t->exact;
+	if (HP_UNLIKELY(d > step || d < -step))
+		heapprof__exact_flush(t, d);
+	else
+		t->exact = d;
+}
+
+/* The same for a block in (c > 0) or out (c < 0): one compare. */
+HP_INLINE void
+heapprof__exact_in(hp_tls *t, int64_t step, int64_t c)
+{
+	c += t->exact;
+	if (HP_UNLIKELY(c > step))
+		heapprof__exact_flush(t, c);
+	else
+		t->exact = c;
+}
+
+HP_INLINE void
+heapprof__exact_out(hp_tls *t, int64_t step, int64_t c)
+{
+	c = t->exact - c;
+	if (HP_UNLIKELY(c < -step))
+		heapprof__exact_flush(t, c);
+	else
+		t->exact = c;
+}
+
+/* The step, 0 when the exact count is off. */
+HP_INLINE int64_t
+heapprof__exact_on(void)
+{
+	return atomic_load_explicit(&heapprof__exact_step, memory_order_relaxed);
+}
 /* ----------------------------------------------------------------- age.c */
 
 /* The allocation time of each live sampled object, for the age_s labels:

@@ -23,6 +23,10 @@
  *                      (survives a machine crash; ~5 ms per file on an
  *                      ext4 disk); default 0: atomic against the
  *                      process's crash only
+ *   HEAPPROF_PEAK_EXACT 1: time the peak by an exact count of the bytes in
+ *                      use (glibc only; ~30 instructions more a malloc +
+ *                      free pair); default 0: by halves of the samples
+ *                      (peak.c)
  *   HEAPPROF_RUN_STATUS set by `heapprof run`: a file to which a process
  *                      that wrote no exit profile (nothing sampled)
  *                      appends one byte, so the run can count them
@@ -145,6 +149,7 @@ check_env_names(void)
 		"PUSH_INTERVAL", "APP", "ONLY", "CHILDREN", "MAINPID", "LIBRARY",
 		"WRITE_EMPTY", "RUN_STATUS", "FSYNC", "DUMP_GROWTH", "DUMP_LIMIT", "AGE",
 		"QUIET",
+		"PEAK_EXACT",
 	};
 	for (int k = 0; k < hp_nenv; k++) {
 		if (strncmp(hp_env[k], "HEAPPROF_", 9) != 0)
@@ -232,6 +237,12 @@ heapprof__read_env(hp_config *c)
 			c->write_empty = v[0] == '1';
 		else
 			warn_env("HEAPPROF_WRITE_EMPTY", v, "is not 0 or 1", "0");
+	}
+	if ((v = secure_getenv("HEAPPROF_PEAK_EXACT")) && *v) {
+		if (!strcmp(v, "0") || !strcmp(v, "1"))
+			c->peak_exact = v[0] == '1';
+		else
+			warn_env("HEAPPROF_PEAK_EXACT", v, "is not 0 or 1", "0");
 	}
 	if ((v = secure_getenv("HEAPPROF_FSYNC")) && *v) {
 		if (!strcmp(v, "0") || !strcmp(v, "1"))

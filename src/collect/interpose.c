@@ -11,6 +11,12 @@
  * frame pointers, and each function ends in a jump either to the next
  * allocator or to its slow path (slowpath.c), whose return address is then
  * the program's call site.
+ *
+ * The jump to the next allocator goes through `fwd`, which holds the next
+ * allocator's functions, or, with the exact count that times the peak
+ * (HEAPPROF_PEAK_EXACT=1, peak.c), the *_counted functions below, which
+ * call them and add each block's chunk size to the thread's count
+ * (heapprof__exact_in / _out): the count costs nothing when it is off.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -18,6 +24,171 @@
 #include <stdlib.h>
 
 #include "collect.h"
+
+/* Before the constructor sets `fwd`: the next allocator, whatever
+ * heapprof__next holds then (bootstrap.c's lazy functions at first). */
+static void *
+t_malloc(size_t n)
+{
+	return heapprof__next.malloc(n);
+}
+
+static void
+t_free(void *p)
+{
+	heapprof__next.free(p);
+}
+
+static void *
+t_calloc(size_t n, size_t s)
+{
+	return heapprof__next.calloc(n, s);
+}
+
+static void *
+t_realloc(void *p, size_t n)
+{
+	return heapprof__next.realloc(p, n);
+}
+
+static int
+t_posix_memalign(void **pp, size_t a, size_t n)
+{
+	return heapprof__next.posix_memalign(pp, a, n);
+}
+
+static void *
+t_aligned_alloc(size_t a, size_t n)
+{
+	return heapprof__next.aligned_alloc(a, n);
+}
+
+static void *
+t_memalign(size_t a, size_t n)
+{
+	return heapprof__next.memalign(a, n);
+}
+
+static void *
+t_valloc(size_t n)
+{
+	return heapprof__next.valloc(n);
+}
+
+static void *
+t_pvalloc(size_t n)
+{
+	return heapprof__next.pvalloc(n);
+}
+
+/* What the fast paths jump to (see the header). Written by
+ * heapprof__interpose_count in the constructor, each pointer at once; a
+ * thread that reads an older one reaches the same allocator. */
+static hp_next fwd = {
+	t_malloc, t_free, t_calloc, t_realloc, t_posix_memalign,
+	t_aligned_alloc, t_memalign, t_valloc, t_pvalloc, NULL,
+};
+
+/* p, from the next allocator, into the exact count. */
+static void *
+counted(void *p)
+{
+	if (HP_LIKELY(p != NULL))
+		heapprof__exact_in(&heapprof__tls, heapprof__exact_on(), hp_chunk(p));
+	return p;
+}
+
+static void *
+malloc_counted(size_t n)
+{
+	return counted(heapprof__next.malloc(n));
+}
+
+static void
+free_counted(void *p)
+{
+	if (p)
+		heapprof__exact_out(&heapprof__tls, heapprof__exact_on(), hp_chunk(p));
+	heapprof__next.free(p);
+}
+
+static void *
+calloc_counted(size_t n, size_t size)
+{
+	return counted(heapprof__next.calloc(n, size));
+}
+
+/* realloc's fast path: p is not NULL and n is not 0. The old chunk goes
+ * out and the new one in, if it succeeded. */
+static void *
+realloc_counted(void *p, size_t n)
+{
+	int64_t old = hp_chunk(p);
+	void *q = heapprof__next.realloc(p, n);
+	if (q)
+		heapprof__exact_add(&heapprof__tls, heapprof__exact_on(),
+		                    hp_chunk(q) - old);
+	return q;
+}
+
+static int
+posix_memalign_counted(void **pp, size_t align, size_t n)
+{
+	int rc = heapprof__next.posix_memalign(pp, align, n);
+	if (!rc)
+		(void)counted(*pp);
+	return rc;
+}
+
+static void *
+aligned_alloc_counted(size_t align, size_t n)
+{
+	return counted(heapprof__next.aligned_alloc(align, n));
+}
+
+static void *
+memalign_counted(size_t align, size_t n)
+{
+	return counted(heapprof__next.memalign(align, n));
+}
+
+static void *
+valloc_counted(size_t n)
+{
+	return counted(heapprof__next.valloc(n));
+}
+
+static void *
+pvalloc_counted(size_t n)
+{
+	return counted(heapprof__next.pvalloc(n));
+}
+
+HP_RARE void
+heapprof__interpose_count(int on)
+{
+	hp_next f = heapprof__next;
+	if (on) {
+		f.malloc = malloc_counted;
+		f.free = free_counted;
+		f.calloc = calloc_counted;
+		f.realloc = realloc_counted;
+		f.posix_memalign = posix_memalign_counted;
+		f.aligned_alloc = aligned_alloc_counted;
+		f.memalign = memalign_counted;
+		f.valloc = valloc_counted;
+		f.pvalloc = pvalloc_counted;
+	}
+	__atomic_store_n(&fwd.malloc, f.malloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&fwd.free, f.free, __ATOMIC_RELAXED);
+	__atomic_store_n(&fwd.calloc, f.calloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&fwd.realloc, f.realloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&fwd.posix_memalign, f.posix_memalign, __ATOMIC_RELAXED);
+	__atomic_store_n(&fwd.aligned_alloc, f.aligned_alloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&fwd.memalign, f.memalign, __ATOMIC_RELAXED);
+	__atomic_store_n(&fwd.valloc, f.valloc, __ATOMIC_RELAXED);
+	__atomic_store_n(&fwd.pvalloc, f.pvalloc, __ATOMIC_RELAXED);
+}
 
 #ifndef HP_ENTRY_RENAMED
 /* The profiler's own calls to the malloc family reach these entry points,
@@ -34,7 +205,7 @@ HP_ENTRY void *
 malloc(size_t n)
 {
 	if (HP_LIKELY(heapprof__fast(&heapprof__tls, heapprof__weight(n))))
-		return heapprof__next.malloc(n);
+		return fwd.malloc(n);
 	return heapprof__slow_malloc(n);
 }
 
@@ -43,7 +214,7 @@ free(void *p)
 {
 	if (HP_UNLIKELY(heapprof__range_owns(p)))
 		return heapprof__slow_free(p);
-	heapprof__next.free(p);
+	fwd.free(p);
 }
 
 HP_ENTRY void *
@@ -52,7 +223,7 @@ calloc(size_t n, size_t size)
 	size_t total;
 	if (HP_LIKELY(!__builtin_mul_overflow(n, size, &total) &&
 	              heapprof__fast(&heapprof__tls, heapprof__weight(total))))
-		return heapprof__next.calloc(n, size);
+		return fwd.calloc(n, size);
 	return heapprof__slow_calloc(n, size);
 }
 
@@ -61,7 +232,7 @@ realloc(void *p, size_t n)
 {
 	if (HP_LIKELY(!heapprof__range_owns(p) && p && n &&
 	              heapprof__fast(&heapprof__tls, n)))
-		return heapprof__next.realloc(p, n);
+		return fwd.realloc(p, n);
 	return heapprof__slow_realloc(p, n);
 }
 
@@ -77,7 +248,7 @@ reallocarray(void *p, size_t n, size_t size)
 	}
 	if (HP_LIKELY(!heapprof__range_owns(p) && p && total &&
 	              heapprof__fast(&heapprof__tls, total)))
-		return heapprof__next.realloc(p, total);
+		return fwd.realloc(p, total);
 	return heapprof__slow_realloc(p, total);
 }
 
@@ -85,7 +256,7 @@ HP_ENTRY int
 posix_memalign(void **pp, size_t align, size_t n)
 {
 	if (HP_LIKELY(heapprof__fast(&heapprof__tls, heapprof__weight(n))))
-		return heapprof__next.posix_memalign(pp, align, n);
+		return fwd.posix_memalign(pp, align, n);
 	return heapprof__slow_posix_memalign(pp, align, n);
 }
 
@@ -93,7 +264,7 @@ HP_ENTRY void *
 aligned_alloc(size_t align, size_t n)
 {
 	if (HP_LIKELY(heapprof__fast(&heapprof__tls, heapprof__weight(n))))
-		return heapprof__next.aligned_alloc(align, n);
+		return fwd.aligned_alloc(align, n);
 	return heapprof__slow_aligned_alloc(align, n);
 }
 
@@ -101,7 +272,7 @@ HP_ENTRY void *
 memalign(size_t align, size_t n)
 {
 	if (HP_LIKELY(heapprof__fast(&heapprof__tls, heapprof__weight(n))))
-		return heapprof__next.memalign(align, n);
+		return fwd.memalign(align, n);
 	return heapprof__slow_memalign(align, n);
 }
 
@@ -109,7 +280,7 @@ HP_ENTRY void *
 valloc(size_t n)
 {
 	if (HP_LIKELY(heapprof__fast(&heapprof__tls, heapprof__weight(n))))
-		return heapprof__next.valloc(n);
+		return fwd.valloc(n);
 	return heapprof__slow_valloc(n);
 }
 
@@ -117,7 +288,7 @@ HP_ENTRY void *
 pvalloc(size_t n)
 {
 	if (HP_LIKELY(heapprof__fast(&heapprof__tls, heapprof__weight(n))))
-		return heapprof__next.pvalloc(n);
+		return fwd.pvalloc(n);
 	return heapprof__slow_pvalloc(n);
 }
 

@@ -144,6 +144,16 @@ heapprof__sampler_take(hp_tls *t, int64_t rate, uint64_t w)
 	return at;
 }
 
+uint32_t
+heapprof__sampler_half(hp_tls *t)
+{
+	/* A draw of its own: a bit of the state would be tied to the
+	 * distance just drawn from it, which places the next sample. */
+	if (!t->seeded)
+		rng_seed(t);
+	return (uint32_t)(rng_next(t) >> 63);
+}
+
 HP_RARE void
 heapprof__sampler_reset(hp_tls *t)
 {

@@ -22,6 +22,11 @@
  * the range (HP_PRIV_MAGIC): never glibc's malloc, whose arena lock the
  * code a signal handler interrupted may hold, and never a sample. If the
  * range cannot serve it, the next allocator does.
+ *
+ * Every block the next allocator hands out here or gets back is counted
+ * in the exact total that times the peak (in(), out(), realloc_next()),
+ * as the fast paths count theirs (interpose.c); a sampled block is
+ * counted at record_alloc / record_free, by glibc's chunk arithmetic.
  */
 #include <elf.h>
 #include <errno.h>
@@ -35,6 +40,41 @@
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22 /* Linux 5.14; older kernels say EINVAL */
 #endif
+
+/* p, from the next allocator, in the exact count. */
+static void *
+in(void *p)
+{
+	int64_t step = heapprof__exact_on();
+	if (step && p)
+		heapprof__exact_add(&heapprof__tls, step, hp_chunk(p));
+	return p;
+}
+
+/* p, about to go back to the next allocator, out of the exact count. */
+static void
+out(void *p)
+{
+	int64_t step = heapprof__exact_on();
+	if (step && p)
+		heapprof__exact_add(&heapprof__tls, step, -hp_chunk(p));
+}
+
+/* The next allocator's realloc(p, n) of its own block p, counted: p is
+ * gone if the result is not NULL or n is 0 (glibc frees it then). */
+static void *
+realloc_next(void *p, size_t n)
+{
+	int64_t step = heapprof__exact_on();
+	if (!step || !p)
+		return in(heapprof__next.realloc(p, n));
+	int64_t old = hp_chunk(p);
+	void *q = heapprof__next.realloc(p, n);
+	if (q || !n)
+		heapprof__exact_add(&heapprof__tls, step,
+		                    (q ? hp_chunk(q) : 0) - old);
+	return q;
+}
 
 /* The program's return address, and whether one more frame must go. */
 #define CALLER(ra, extra)                                                      \
@@ -54,6 +94,8 @@ sample_decide(hp_tls *t, size_t n)
 {
 	if (t->busy || !atomic_load_explicit(&heapprof__ready, memory_order_acquire))
 		return 0; /* counter unchanged: decide again next time */
+	if (HP_UNLIKELY(!t->exact_reg))
+		heapprof__exact_thread(t); /* its first visit here */
 	/* Not the program's malloc: what reaches us (reallocarray, which the
 	 * allocator ahead of us lacks) is never a sample, its free being the
 	 * other allocator's. Rate 0 sends the thread back here only after
@@ -77,7 +119,8 @@ bucket_here(hp_tls *t, uintptr_t ra, int extra, size_t size, int64_t rate)
 	                            d > extra ? d - extra : d, size, rate);
 }
 
-/* A sample of `size` bytes at o, recorded in bucket b. */
+/* A sample of `size` bytes at o, recorded in bucket b. Its half (peak.c)
+ * is a draw of its thread's generator, which the program cannot sway. */
 static void
 record_alloc(hp_obj *o, hp_bucket *b, size_t size)
 {
@@ -86,19 +129,27 @@ record_alloc(hp_obj *o, hp_bucket *b, size_t size)
 	                          memory_order_relaxed);
 	o->bucket = b;
 	hp_fork_dirty();
-	heapprof__peak_alloc(b);
+	o->half = heapprof__sampler_half(&heapprof__tls);
+	heapprof__peak_alloc(b, o->half);
+	int64_t step = heapprof__exact_on();
+	if (step)
+		heapprof__exact_add(&heapprof__tls, step, hp_chunk_of(size));
 	o->age_slot = heapprof__age_track(b);
 }
 
-/* A sample of `size` bytes in bucket b, with age slot `slot`, freed. */
+/* A sample of `size` bytes in bucket b, in half `half`, with age slot
+ * `slot`, freed. */
 static void
-record_free(hp_bucket *b, size_t size, uint32_t slot)
+record_free(hp_bucket *b, size_t size, uint32_t half, uint32_t slot)
 {
 	atomic_fetch_add_explicit(&b->free_objects, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&b->free_bytes, (int64_t)size,
 	                          memory_order_relaxed);
-	heapprof__peak_free(b);
+	heapprof__peak_free(b, half);
 	heapprof__age_untrack(slot);
+	int64_t step = heapprof__exact_on();
+	if (step)
+		heapprof__exact_add(&heapprof__tls, step, -hp_chunk_of(size));
 }
 
 /* The ELF header of the object we are linked into (the linker's symbol,
@@ -191,10 +242,10 @@ sampled_resize(hp_tls *t, int64_t rate, hp_obj *o, size_t n, uintptr_t ra,
 	hp_bucket *b = bucket_here(t, ra, extra, n, rate);
 	hp_bucket *ob = o->bucket;
 	size_t osize = o->size;
-	uint32_t oslot = o->age_slot;
+	uint32_t oslot = o->age_slot, ohalf = o->half;
 	void *p = b ? heapprof__range_resize(o, n) : NULL;
 	if (p) {
-		record_free(ob, osize, oslot);
+		record_free(ob, osize, ohalf, oslot);
 		heapprof__range_obj(p)->size = n;
 		record_alloc(heapprof__range_obj(p), b, n);
 	}
@@ -242,7 +293,7 @@ heapprof__slow_free(void *p)
 		return;
 	}
 	int saved = errno;
-	record_free(o->bucket, o->size, o->age_slot);
+	record_free(o->bucket, o->size, o->half, o->age_slot);
 	heapprof__range_free(o);
 	errno = saved;
 }
@@ -297,11 +348,11 @@ static void *
 malloc_at(hp_tls *t, size_t n, uintptr_t ra, int extra)
 {
 	if (heapprof__fast(t, heapprof__weight(n)))
-		return heapprof__next.malloc(n);
+		return in(heapprof__next.malloc(n));
 	void *p = try_sample(t, n, 16, false, ra, extra);
 	if (p)
 		return p;
-	return heapprof__next.malloc(n);
+	return in(heapprof__next.malloc(n));
 }
 
 void *
@@ -315,7 +366,7 @@ heapprof__slow_malloc(size_t n)
 	                               : try_sample(t, n, 16, false, ra, extra);
 	if (p)
 		return p;
-	return heapprof__next.malloc(n);
+	return in(heapprof__next.malloc(n));
 }
 
 void *
@@ -332,7 +383,7 @@ heapprof__slow_calloc(size_t n, size_t size)
 	                               : try_sample(t, total, 16, true, ra, extra);
 	if (p)
 		return p;
-	return heapprof__next.calloc(n, size);
+	return in(heapprof__next.calloc(n, size));
 }
 
 /* realloc of a pointer from the range: a sampled free plus a (possibly
@@ -365,9 +416,9 @@ realloc_owned(hp_tls *t, void *p, size_t n, uintptr_t ra, int extra)
 	if (t->busy) {
 		q = priv_alloc(n, 16, false);
 		if (!q)
-			q = heapprof__next.malloc(n);
+			q = in(heapprof__next.malloc(n));
 	} else if (heapprof__fast(t, heapprof__weight(n))) {
-		q = heapprof__next.malloc(n);
+		q = in(heapprof__next.malloc(n));
 	} else { /* a sample (malloc_at's steps, with a growth in place) */
 		int64_t rate = sample_decide(t, n);
 		if (rate && o->magic == HP_OBJ_MAGIC &&
@@ -376,7 +427,7 @@ realloc_owned(hp_tls *t, void *p, size_t n, uintptr_t ra, int extra)
 			return q;
 		q = rate ? sampled_alloc(t, rate, n, 16, false, ra, extra) : NULL;
 		if (!q)
-			q = heapprof__next.malloc(n);
+			q = in(heapprof__next.malloc(n));
 	}
 	if (!q)
 		return NULL; /* errno is ENOMEM; p is untouched */
@@ -397,12 +448,12 @@ heapprof__slow_realloc(void *p, size_t n)
 		return realloc_owned(t, p, n, ra, extra);
 	if (!p && t->busy) {
 		void *q = priv_alloc(n, 16, false);
-		return q ? q : heapprof__next.malloc(n);
+		return q ? q : in(heapprof__next.malloc(n));
 	}
 	if (!p)
 		return malloc_at(t, n, ra, extra);
 	if (n == 0 || t->busy)
-		return heapprof__next.realloc(p, n); /* n == 0 frees p */
+		return realloc_next(p, n); /* n == 0 frees p */
 	int64_t rate = sample_decide(t, n);
 	if (rate) {
 		/* The new block is a sample: move the data into the range. */
@@ -410,11 +461,12 @@ heapprof__slow_realloc(void *p, size_t n)
 		if (q) {
 			size_t old = heapprof__next.malloc_usable_size(p);
 			memcpy(q, p, old < n ? old : n);
+			out(p);
 			heapprof__next.free(p);
 			return q;
 		}
 	}
-	return heapprof__next.realloc(p, n);
+	return realloc_next(p, n);
 }
 
 HP_INLINE bool
@@ -447,7 +499,10 @@ heapprof__slow_posix_memalign(void **pp, size_t align, size_t n)
 			return 0;
 		}
 	}
-	return heapprof__next.posix_memalign(pp, align, n);
+	int rc = heapprof__next.posix_memalign(pp, align, n);
+	if (!rc)
+		(void)in(*pp);
+	return rc;
 }
 
 /* aligned_alloc and memalign: a sample only for a power-of-two alignment;
@@ -464,7 +519,7 @@ aligned_slow(size_t align, size_t n, uintptr_t ra, int extra,
 		if (p)
 			return p;
 	}
-	return next(align, n);
+	return in(next(align, n));
 }
 
 void *
@@ -497,7 +552,7 @@ heapprof__slow_valloc(size_t n)
 	                  : try_sample(t, n, pg, false, ra, extra);
 	if (p)
 		return p;
-	return heapprof__next.valloc(n);
+	return in(heapprof__next.valloc(n));
 }
 
 void *
@@ -517,5 +572,5 @@ heapprof__slow_pvalloc(size_t n)
 		if (p)
 			return p;
 	}
-	return heapprof__next.pvalloc(n);
+	return in(heapprof__next.pvalloc(n));
 }
