@@ -17,7 +17,8 @@
                                NAME.calls (alloc_objects), NAME.bytes
                                (alloc_space), NAME.leaked (inuse_space at
                                exit), each within the allowance below
-  acc.py near NAME A B REL ABS PASS NAME if |A-B| <= REL*max(|A|,|B|) + ABS
+  acc.py near NAME A B REL ABS PASS NAME if |A-B| <= REL*|B| + ABS (B: the
+                               reference)
   acc.py within NAME TRUTH TOL X...   X is a sample of estimates; PASS if
                                |mean - TRUTH| <= 3 standard errors + TOL *
                                TRUTH (TOL: what the truth itself may
@@ -98,7 +99,7 @@ ALLOW = {"calls": (0.001, 32), "bytes": (0.001, 80000), "leaked": (0.001, 8192)}
 
 
 def near(name, x, y, rel, ab):
-    bound = rel * max(abs(x), abs(y)) + ab
+    bound = rel * abs(y) + ab
     ok = abs(x - y) <= bound
     print("%s %s" % ("PASS" if ok else "FAIL", name))
     sys.stderr.write("  %s: heapprof %.0f, reference %.0f (ratio %.5f, |diff| %.0f, allowed %.0f)\n" % (

@@ -58,3 +58,46 @@ sum_prof() {
 
 # A port free now (the kernel's choice), for --http.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# vs_heaptrack NAME SECS CMD...: CMD under heaptrack and under heapprof at
+# rate 1 (stdout in $TMPD/NAME.ht.out, $TMPD/NAME.r1.out), compared
+# (acc.py vsht); sets HT_TOTAL (heaptrack's total bytes). 1 on a failure.
+vs_heaptrack() {
+	_vn=$1 _vs=$2; shift 2
+	t_run "$_vn.heaptrack" "$_vs" heaptrack -o "$TMPD/$_vn.ht" "$@" \
+		>"$TMPD/$_vn.ht.out" 2>"$TMPD/$_vn.ht.err" || return 1
+	_vf=$(ht_file "$TMPD/$_vn.ht") || { fail "$_vn.heaptrack" "no data file: $(tail -3 "$TMPD/$_vn.ht.err")"; return 1; }
+	t_run "$_vn.rate1" "$_vs" env LD_PRELOAD="$LIB" HEAPPROF_RATE=1 \
+		HEAPPROF_OUT="$TMPD/$_vn.r1.pb.gz" "$@" >"$TMPD/$_vn.r1.out" 2>"$TMPD/$_vn.r1.err" || return 1
+	if [ $RC -ne 0 ] || [ ! -s "$TMPD/$_vn.r1.pb.gz" ]; then
+		fail "$_vn.rate1" "exit $RC, no profile: $(tail -3 "$TMPD/$_vn.r1.err")"
+		return 1
+	fi
+	HT_TOTAL=$($ACC ht "$_vf" | awk '{ print $4 }')
+	$ACC vsht "$_vn.rate1" "$_vf" "$TMPD/$_vn.r1.pb.gz"
+}
+
+# default_runs NAME RUNS SECS CMD...: CMD RUNS times at the default rate;
+# each exit profile in $TMPD/NAME.dI.pb.gz, stdout in $TMPD/NAME.dI.out.
+default_runs() {
+	_vn=$1 _vr=$2 _vs=$3; shift 3
+	_vi=0
+	while [ $_vi -lt "$_vr" ]; do
+		_vi=$((_vi + 1))
+		t_run "$_vn.default" "$_vs" env LD_PRELOAD="$LIB" HEAPPROF_OUT="$TMPD/$_vn.d$_vi.pb.gz" \
+			"$@" >"$TMPD/$_vn.d$_vi.out" 2>"$TMPD/$_vn.d$_vi.err" || return 1
+		if [ $RC -ne 0 ] || [ ! -s "$TMPD/$_vn.d$_vi.pb.gz" ]; then
+			fail "$_vn.default" "run $_vi: exit $RC, no profile: $(tail -3 "$TMPD/$_vn.d$_vi.err")"
+			return 1
+		fi
+	done
+}
+
+# sums NAME RUNS TYPE: TYPE's total of each default-rate profile
+sums() {
+	_vi=0
+	while [ $_vi -lt "$2" ]; do
+		_vi=$((_vi + 1))
+		sum_prof "$TMPD/$1.d$_vi.pb.gz" "$3"
+	done
+}
