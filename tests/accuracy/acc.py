@@ -90,12 +90,14 @@ def ht(path):
 # 72,704-byte emergency exception pool is allocated in every traced
 # process (heapprof links no C++), and the order in which the two
 # libraries start (a few start-up calls one of them sees first). Measured
-# differences (ACCURACY.md): at most 5 calls, 72,704 + a few hundred bytes,
-# a few hundred bytes leaked. The allowances are 0.1% plus a small
+# differences (ACCURACY.md): at most 71 calls (redis; 1 elsewhere), 72,704
+# bytes (redis: 33 KB),
+# up to 24 KB leaked (redis: its threads run while each tool ends). The
+# allowances are 0.1% (leaked: 0.2%) plus a small
 # absolute part; a real defect shows far beyond them: a lost entry point
 # (calloc, realloc, memalign), realloc counted as an allocation without
 # its free, the usable-size slack of issue 30 (37% of in-use at rate 1).
-ALLOW = {"calls": (0.001, 32), "bytes": (0.001, 80000), "leaked": (0.001, 8192)}
+ALLOW = {"calls": (0.001, 32), "bytes": (0.001, 80000), "leaked": (0.002, 8192)}
 
 
 def near(name, x, y, rel, ab):

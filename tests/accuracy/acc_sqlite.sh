@@ -10,7 +10,7 @@
 #     in-use estimate must be within 3 standard errors of it, plus 2%:
 #     sqlite counts the sizes it asked for rounded to 8, plus its own
 #     size header where it keeps one, and the CLI's own allocations are
-#     heap too (1.4% at rate 1, ACCURACY.md). And the mean alloc_space of
+#     heap too (+0.3% at rate 1, ACCURACY.md). And the mean alloc_space of
 #     the exit profiles within 3 standard errors of heaptrack's total
 #     bytes (the program is deterministic: every run allocates the same).
 . "$(dirname "$0")/lib.sh"
