@@ -251,6 +251,7 @@ $(B)/examples/leaky: examples/leaky.c
 # Debian packages: what building needs, and what the tests need on top.
 DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libdw-dev
 # libunwind8: only the HEAPPROF_UNWIND=libunwind opt-in, compared in tests.
+# heaptrack, zstd: the accuracy suite (tests/accuracy) reads heaptrack's records.
 # Every tool a test uses is here: under CI=true a skip for a missing tool
 # fails (tests/run.sh). curl (endpoint tests), strace, gdb (rel_sigalloc,
 # hang dumps), valgrind, nodejs and npm (flame's browser suite drives
@@ -262,7 +263,7 @@ DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libdw-dev
 DEBS_TEST  := libunwind8 golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
 	python3 sqlite3 procps chromium libjemalloc-dev groff-base \
 	curl strace gdb valgrind nodejs npm lintian binutils git man-db libc6-dev \
-	libgoogle-perftools-dev libtcmalloc-minimal4 redis-server redis-tools heaptrack
+	libgoogle-perftools-dev libtcmalloc-minimal4 redis-server redis-tools heaptrack zstd
 deps:
 	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh
 deps-test:

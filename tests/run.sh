@@ -41,7 +41,7 @@ fi
 for t in build/tests/test_*; do
 	[ -x "$t" ] && run "$(basename "$t")" "$t"
 done
-for t in tests/integration/*.sh tests/reliability/*.sh tests/oracle/*.sh tests/cli/*.sh fuzz/*.sh; do
+for t in tests/integration/*.sh tests/reliability/*.sh tests/oracle/*.sh tests/cli/*.sh tests/accuracy/*.sh fuzz/*.sh; do
 	[ -f "$t" ] && run "$(basename "$t")" sh "$t"
 done
 passed=$(grep -c '^PASS ' "$out")
