@@ -26,10 +26,12 @@
  * endpoint dumps outside it, and the exit dump is where the snapshot
  * itself already calls malloc.
  *
- * jemalloc and tcmalloc are found through weak references, resolved by
- * the loader when the library is loaded (or the program linked): a dump
- * never calls dlsym, which takes the loader's lock (a fork child of a
- * threaded program may find it held forever).
+ * jemalloc's mallctl and tcmalloc's MallocExtension_GetNumericProperty
+ * are looked up once, when the next allocator is found (bootstrap.c), in
+ * that allocator's own object: a dump never calls dlsym, which takes the
+ * loader's lock (a fork child of a threaded program may find it held
+ * forever), and a glibc program pays nothing (weak references cost every
+ * process two failed symbol lookups at load: rel.cost.true_instructions).
  */
 #include <fcntl.h>
 #include <malloc.h>
@@ -40,11 +42,6 @@
 
 #include "collect.h"
 
-/* The next allocator's statistics entry points, if it has them. */
-extern int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
-                   size_t newlen) __attribute__((weak));
-extern int MallocExtension_GetNumericProperty(const char *name, size_t *value)
-	__attribute__((weak));
 
 /* Resident bytes from /proc/self/statm (its second field, in pages);
  * 0 if unreadable. open/read/close only: async-signal-safe. */
@@ -78,19 +75,20 @@ static int
 je_size(const char *name, size_t *out)
 {
 	size_t len = sizeof(*out);
-	return mallctl(name, out, &len, NULL, 0) == 0 && len == sizeof(*out);
+	return heapprof__next_mallctl(name, out, &len, NULL, 0) == 0 &&
+	       len == sizeof(*out);
 }
 
 /* held, in_use, free of the next allocator; its name, or NULL. */
 static const char *
 allocator_stats(uint64_t *held, uint64_t *in_use, uint64_t *fr)
 {
-	if (&mallctl != NULL) {
+	if (heapprof__next_mallctl) {
 		/* Writing "epoch" refreshes the cached statistics. */
 		uint64_t epoch = 1;
 		size_t elen = sizeof(epoch);
 		size_t res, all;
-		mallctl("epoch", &epoch, &elen, &epoch, sizeof(epoch));
+		heapprof__next_mallctl("epoch", &epoch, &elen, &epoch, sizeof(epoch));
 		if (je_size("stats.resident", &res) &&
 		    je_size("stats.allocated", &all)) {
 			*held = res;
@@ -100,14 +98,13 @@ allocator_stats(uint64_t *held, uint64_t *in_use, uint64_t *fr)
 		}
 		return NULL;
 	}
-	if (&MallocExtension_GetNumericProperty != NULL) {
+	int (*prop)(const char *, size_t *) = heapprof__next_tcprop;
+	if (prop) {
 		size_t heap = 0, unmapped = 0, all = 0;
-		if (!MallocExtension_GetNumericProperty("generic.heap_size", &heap) ||
-		    !MallocExtension_GetNumericProperty(
-			    "generic.current_allocated_bytes", &all))
+		if (!prop("generic.heap_size", &heap) ||
+		    !prop("generic.current_allocated_bytes", &all))
 			return NULL;
-		MallocExtension_GetNumericProperty(
-			"tcmalloc.pageheap_unmapped_bytes", &unmapped);
+		prop("tcmalloc.pageheap_unmapped_bytes", &unmapped);
 		*held = heap > unmapped ? heap - unmapped : 0;
 		*in_use = all;
 		*fr = *held > all ? *held - all : 0;

@@ -55,6 +55,8 @@ static size_t lazy_usable(void *p);
  * none): what its malloc_usable_size says of a size without allocating.
  * Written by resolve() only, before heapprof__ready. */
 size_t (*heapprof__next_nallocx)(size_t, int);
+int (*heapprof__next_mallctl)(const char *, void *, size_t *, void *, size_t);
+int (*heapprof__next_tcprop)(const char *, size_t *);
 
 hp_next heapprof__next = {
 	lazy_malloc, lazy_free, lazy_calloc, lazy_realloc, lazy_posix_memalign,
@@ -192,27 +194,24 @@ in_span(const hp_objspan *s, void *f)
 static int
 canonical_plt(void *f)
 {
-	Dl_info info;
-	const ElfW(Sym) *sym = NULL;
-	if (!dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT))
-		return 0;
-	if (sym && sym->st_shndx == SHN_UNDEF)
-		return 1;
 #if defined(__x86_64__)
-	/* dladdr finds the undefined symbol only where the hash table
-	 * lists it (not in every executable's .gnu.hash): a PLT entry is
-	 * also known by its code, an indirect jump through the GOT
-	 * ([endbr64] [bnd] jmp *disp32(%rip)), which no allocator's malloc
-	 * starts with. */
+	/* Known by its code: an indirect jump through the GOT ([endbr64]
+	 * [bnd] jmp *disp32(%rip)), which no allocator's malloc starts with.
+	 * (dladdr1 finds the undefined symbol only where the executable's
+	 * hash table lists it, which its .gnu.hash need not; and it costs a
+	 * walk of a symbol table in every process.) */
 	const unsigned char *c = f;
 	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
 		c += 4;
 	if (c[0] == 0xf2)
 		c++;
-	if (c[0] == 0xff && c[1] == 0x25)
-		return 1;
+	return c[0] == 0xff && c[1] == 0x25;
+#else
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	return dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+	       sym->st_shndx == SHN_UNDEF;
 #endif
-	return 0;
 }
 
 /* The objects' names in the lookup order of the global scope (the order
@@ -247,12 +246,15 @@ order_cb(struct dl_phdr_info *info, size_t size, void *arg)
  * order (each with dlopen(RTLD_NOLOAD) and dlsym, which looks in the
  * object first), up to ours: an earlier definition is another
  * allocator's; none means ours comes first (then an address in our entry
- * section, which is_self() recognises). Start-up only. */
+ * section, which is_self() recognises). The objects before ours were all
+ * loaded at start-up (preloaded or needed) and are never unloaded: the
+ * reference RTLD_NOLOAD takes is not given back, so no dlclose (ours is
+ * the program's, unload_hook.c). Start-up only. */
 HP_RARE static void *
 default_def(const char *name)
 {
 	void *f = dlsym(RTLD_DEFAULT, name);
-	if (!f || !canonical_plt(f))
+	if (!f || is_self(f) || !canonical_plt(f))
 		return f;
 	hp_order o;
 	memset(&o, 0, sizeof(o));
@@ -265,7 +267,6 @@ default_def(const char *name)
 		if (!h)
 			continue;
 		void *g = dlsym(h, name);
-		dlclose(h);
 		hp_objspan sp;
 		if (g && !canonical_plt(g)) {
 			objspan(&sp, g);
@@ -391,6 +392,15 @@ own_functions(hp_next *n, void *(*look)(const char *, void *))
 	void *nx = look(nm_nallocx, NULL);
 	if (nx && in_span(&s, nx))
 		heapprof__next_nallocx = (size_t (*)(size_t, int))nx;
+	/* Their statistics, for the profiles' memory line (allocstats.c). */
+	static char nm_mallctl[] = "mallctl",
+	            nm_tcprop[] = "MallocExtension_GetNumericProperty";
+	void *mc = look(nm_mallctl, NULL), *tp = look(nm_tcprop, NULL);
+	if (mc && in_span(&s, mc))
+		heapprof__next_mallctl = (int (*)(const char *, void *, size_t *,
+		                                  void *, size_t))mc;
+	if (tp && in_span(&s, tp))
+		heapprof__next_tcprop = (int (*)(const char *, size_t *))tp;
 #define OWN(f) own.f = in_span(&s, (void *)n->f) ? n->f : NULL
 	own.malloc = n->malloc;
 	OWN(free);

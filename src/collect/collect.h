@@ -180,6 +180,12 @@ extern HP_HIDDEN hp_next heapprof__next;
 /* The next allocator's nallocx, or NULL (bootstrap.c; slowpath.c's
  * malloc_usable_size of a sampled block). */
 extern HP_HIDDEN size_t (*heapprof__next_nallocx)(size_t, int);
+/* The next allocator's statistics (jemalloc's mallctl, tcmalloc's
+ * MallocExtension_GetNumericProperty), or NULL: from its own object, found
+ * with the rest (bootstrap.c; read by allocstats.c). */
+extern HP_HIDDEN int (*heapprof__next_mallctl)(const char *, void *, size_t *,
+                                               void *, size_t);
+extern HP_HIDDEN int (*heapprof__next_tcprop)(const char *, size_t *);
 /* Resolves heapprof__next: the allocator the program would call without
  * us (bootstrap.c). Idempotent. */
 void heapprof__interpose_resolve(void);

@@ -316,10 +316,14 @@ fi
 # forwarding shim is +9.
 a=$("$P/rprog_execfaults" 40 /bin/true 2>/dev/null)
 b=$(env HEAPPROF_OUT="$TMPD/ef.%p.pb.gz" LD_PRELOAD="$LIB" "$P/rprog_execfaults" 40 /bin/true 2>/dev/null)
-if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 22 ]; then
+# Issue 29 added +3 (85-86 -> 88-89 over 66-67 alone, 4 runs each): the
+# other-allocator, stream and fork-child code (+2, 7b38d4e) and the
+# seccomp check at start-up, which reads /proc/self/status (+2, 099001c);
+# the limit went from +22 to +24 with them.
+if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 24 ]; then
 	pass rel.cost.exec_faults
 else
-	fail rel.cost.exec_faults "page faults per fork+exec of /bin/true: $a alone, $b under the profiler (limit +22)"
+	fail rel.cost.exec_faults "page faults per fork+exec of /bin/true: $a alone, $b under the profiler (limit +24)"
 fi
 
 # --- ... and one that samples a few dozen stacks (90 buckets at rate 1)
@@ -333,10 +337,14 @@ fi
 # from +34 to +31.
 a=$("$P/rprog_execfaults" 40 "$P/rprog_stacks" 2>/dev/null)
 b=$(env HEAPPROF_RATE=1 HEAPPROF_EXIT=0 LD_PRELOAD="$LIB" "$P/rprog_execfaults" 40 "$P/rprog_stacks" 2>/dev/null)
-if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 58 ]; then
+# Issues 29 and 31 added +4 (123-125 -> 128 over 68): +1 the fork-child
+# flag and streams (7b38d4e), +2 the seccomp check (099001c), +1 the
+# peak's halves (6 words a bucket, 7dcb222); the limit went from +58 to
+# +62 with them.
+if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 62 ]; then
 	pass rel.cost.sample_faults
 else
-	fail rel.cost.sample_faults "page faults of rprog_stacks: $a alone, $b sampling every allocation (limit +58)"
+	fail rel.cost.sample_faults "page faults of rprog_stacks: $a alone, $b sampling every allocation (limit +62)"
 fi
 
 # --- a process that sampled writes, and so does its child (it inherits
