@@ -560,6 +560,8 @@ HP_HIDDEN void heapprof__warn_note_stderr(void);
  * process is ending (an exit, _exit, a SIGTERM/SIGINT ending), and lines
  * from then on are printed at once. */
 HP_HIDDEN void heapprof__warn_flush(int final);
+/* Whether lines are held that no flush has printed yet. */
+HP_HIDDEN int heapprof__warn_held(void);
 /* A fork child holds none of its parent's lines. */
 HP_HIDDEN void heapprof__warn_atfork_child(void);
 

@@ -90,11 +90,11 @@ this_pid(void)
 
 /* The warnings held while the program ran (warn.c), before the process
  * ends; not in a vfork child, whose memory (and held lines) are its
- * parent's. */
+ * parent's. No system call when nothing is held (a fork child's _exit). */
 static void
 flush_held(void)
 {
-	if ((long)getpid() == this_pid())
+	if (heapprof__warn_held() && (long)getpid() == this_pid())
 		heapprof__warn_flush(1);
 }
 

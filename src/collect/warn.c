@@ -115,7 +115,7 @@ same_file(int fd)
  * failing call and the code that reads its errno, or inside free(), which
  * must not change errno; a write to a closed or full stderr (EBADF,
  * ENOSPC, EPIPE) would otherwise leak out. */
-static void
+HP_RARE static void
 say(const char *msg, size_t len)
 {
 	const char *log = heapprof__cfg.log;
@@ -187,7 +187,7 @@ static _Atomic uint32_t held_lost; /* lines that did not fit */
 static _Atomic int held_ending;
 
 /* Whether a complete record before record `upto` holds this text. */
-static int
+HP_RARE static int
 held_has(const char *msg, size_t len, uint32_t upto)
 {
 	for (uint32_t i = 0; i < upto; i++) {
@@ -200,7 +200,7 @@ held_has(const char *msg, size_t len, uint32_t upto)
 	return 0;
 }
 
-static void
+HP_RARE static void
 hold(const char *msg)
 {
 	size_t len = strlen(msg);
@@ -228,7 +228,7 @@ hold(const char *msg)
 /* Prints the held lines no flush has printed yet, each once (equal lines
  * once), and how many did not fit. `final`: the process is ending; lines
  * from now on print at once. */
-void
+HP_RARE void
 heapprof__warn_flush(int final)
 {
 	if (final)
@@ -257,6 +257,15 @@ lost:;
 	}
 }
 
+/* Whether a flush would print anything (no system call: the _exit of
+ * every fork child asks). */
+HP_RARE int
+heapprof__warn_held(void)
+{
+	return (uint32_t)(atomic_load(&held_top) >> 32) > atomic_load(&held_out) ||
+	       atomic_load(&held_lost) != 0;
+}
+
 /* A fork child: the lines its parent holds are the parent's to print. */
 HP_RARE void
 heapprof__warn_atfork_child(void)
@@ -281,7 +290,7 @@ heapprof__warn_atfork_child(void)
 }
 
 /* A line now (start-up, an ending, HEAPPROF_LOG), or held until the end. */
-static void
+HP_RARE static void
 emit(const char *msg)
 {
 	if (heapprof__cfg.log[0] ||
@@ -299,7 +308,7 @@ emit(const char *msg)
 #define NWARN 32
 static const char *_Atomic warned[NWARN]; /* messages already printed */
 
-void
+HP_RARE void
 heapprof__warn(const char *msg)
 {
 	for (int i = 0; i < NWARN; i++) {
@@ -319,7 +328,7 @@ heapprof__warn(const char *msg)
 
 /* A warning whose text is built at run time: printed as is (callers make
  * sure it happens once; a held one is kept once anyway). */
-void
+HP_RARE void
 heapprof__warn_dup(const char *msg)
 {
 	emit(msg);
