@@ -130,6 +130,7 @@ typedef struct hp_config {
 	                         * 1 (push too), -1 set to 0 (none) */
 	int quiet;              /* HEAPPROF_QUIET=1: no line on stderr */
 	int peak_exact;         /* time the peak by the exact count (peak.c) */
+	char log[1024];         /* HEAPPROF_LOG: every line to this file */
 } hp_config;
 
 /* Written once by the constructor before sampling is enabled; read-only
@@ -647,10 +648,26 @@ heapprof__serve_tick(hp_tls *t)
 		heapprof__delivery.due();
 }
 
+/* ---------------------------------------------------------------- warn.c */
+
+/* Notes what fd 2 is at start-up (the constructor, first thing). */
+HP_HIDDEN void heapprof__warn_note_stderr(void);
+/* Prints the warnings held while the program ran, once; `final`: the
+ * process is ending (an exit, _exit, a SIGTERM/SIGINT ending), and lines
+ * from then on are printed at once. */
+HP_HIDDEN void heapprof__warn_flush(int final);
+/* A seccomp filter goes in: flush now, then never write a line again. */
+HP_HIDDEN void heapprof__warn_seal(void);
+/* Whether lines are held that no flush has printed yet. */
+HP_HIDDEN int heapprof__warn_held(void);
+/* A fork child holds none of its parent's lines. */
+HP_HIDDEN void heapprof__warn_atfork_child(void);
+
 /* ---------------------------------------------------------------- init.c */
 
-/* Warns once per message (the pointer identifies it) on stderr, with
- * write(2): never stdio. */
+/* Warns once per message (the pointer identifies it), with write(2),
+ * never stdio: at once during start-up, else held until the process ends
+ * (warn.c); to HEAPPROF_LOG instead, if set. */
 void heapprof__warn(const char *msg);
 /* Prints a message built at run time; the caller ensures it is once. */
 void heapprof__warn_dup(const char *msg);

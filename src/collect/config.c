@@ -33,6 +33,8 @@
  *   HEAPPROF_AGE       1 (default for files): in-use samples split by
  *                      allocation age (age_s labels); 0: not
  *   HEAPPROF_QUIET     1: the library prints nothing on stderr
+ *   HEAPPROF_LOG       a file that gets all of the library's lines (appended
+ *                      when they come up) instead of stderr
  *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
  *                      tables; dwarf: file:line and inlined frames (libdw,
  *                      loaded at start-up: dumps may run inside malloc or a
@@ -52,6 +54,7 @@
  * All are read with secure_getenv: a setuid or setgid program ignores them
  * and writes no profile unless it calls heapprof_dump_file() itself.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -148,7 +151,7 @@ check_env_names(void)
 		"EXIT", "SYMBOLIZE", "MODE", "HTTP", "HTTP_ALLOW_REMOTE", "PUSH",
 		"PUSH_INTERVAL", "APP", "ONLY", "CHILDREN", "MAINPID", "LIBRARY",
 		"WRITE_EMPTY", "RUN_STATUS", "FSYNC", "DUMP_GROWTH", "DUMP_LIMIT", "AGE",
-		"QUIET",
+		"QUIET", "LOG",
 		"PEAK_EXACT",
 	};
 	for (int k = 0; k < hp_nenv; k++) {
@@ -181,6 +184,35 @@ heapprof__read_env(hp_config *c)
 	/* First: it silences the warnings about the others too. */
 	if ((v = secure_getenv("HEAPPROF_QUIET")) && *v)
 		c->quiet = strcmp(v, "0") != 0;
+	/* Where all lines go, the warnings about the others among them. A
+	 * path that cannot be opened for appending (or is too long) is said
+	 * on stderr, and the lines go there as without it. */
+	if ((v = secure_getenv("HEAPPROF_LOG")) && *v) {
+		/* Relative to the working directory of start-up: the
+		 * program may change it before a line comes. */
+		size_t at = 0;
+		if (v[0] != '/' && getcwd(c->log, sizeof(c->log) - 1) &&
+		    c->log[0] == '/') {
+			at = strlen(c->log);
+			c->log[at++] = '/';
+		}
+		int fd = -1;
+		errno = ENAMETOOLONG;
+		if (at + strlen(v) < sizeof(c->log)) {
+			strcpy(c->log + at, v);
+			fd = open(c->log, O_WRONLY | O_APPEND | O_CREAT | O_NOCTTY |
+			                      O_NONBLOCK | O_CLOEXEC, 0666);
+		}
+		if (fd >= 0) {
+			close(fd);
+		} else {
+			c->log[0] = 0;
+			char msg[300];
+			snprintf(msg, sizeof(msg), "HEAPPROF_LOG='%.100s': %s; warnings "
+			         "go to stderr", v, strerror(errno));
+			heapprof__warn_dup(msg);
+		}
+	}
 	check_env_names();
 	if ((v = secure_getenv("HEAPPROF_RATE")) && *v) {
 		if (heapprof__parse_size(v, &n) == 0)

@@ -39,7 +39,8 @@
  *
  * _exit and _Exit: the exit profile first, in the process the profiler
  * knows (not in a vfork child, which shares its parent's memory, nor in a
- * raw clone without fork handlers), then the real _exit. A raw exit_group
+ * raw clone without fork handlers), then the real _exit. Both endings
+ * print the warnings held while the program ran (warn.c) last. A raw exit_group
  * system call is not seen.
  *
  * HEAPPROF_EXIT=0 turns all of this off, except for a dump signal
@@ -85,6 +86,16 @@ this_pid(void)
 {
 	long self = atomic_load(&self_pid);
 	return self ? self : heapprof__init_pid;
+}
+
+/* The warnings held while the program ran (warn.c), before the process
+ * ends; not in a vfork child, whose memory (and held lines) are its
+ * parent's. No system call when nothing is held (a fork child's _exit). */
+static void
+flush_held(void)
+{
+	if (heapprof__warn_held() && (long)getpid() == this_pid())
+		heapprof__warn_flush(1);
 }
 
 static int
@@ -181,6 +192,7 @@ on_ending(int sig, siginfo_t *si, void *uc)
 	ending_dump(survives ? 2 : 1, NULL);
 	if (survives)
 		return;
+	flush_held();
 	/* The default action, now: the process dies of the signal. */
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof(dfl));
@@ -376,6 +388,7 @@ leave(int status)
 	if (exit_on)
 		ending_dump(heapprof__cfg.at_exit, "_exit() called inside the profiler (from a signal "
 		            "handler?): no exit profile");
+	flush_held();
 	if (real_exit)
 		real_exit(status);
 	for (;;)

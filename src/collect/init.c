@@ -1,7 +1,8 @@
 /*
  * init.c: the profiler's life cycle in a process: the constructor (resolve
  * the next allocator, read the environment, warm the unwinder up, then
- * enable sampling), fork handlers, the exit dump, and one-time warnings.
+ * enable sampling), fork handlers, the exit dump (and the flush of the
+ * warnings held while the program ran: warn.c).
  *
  * The environment is read by config.c.
  */
@@ -38,145 +39,11 @@ long heapprof__init_pid;
 int64_t heapprof__init_nanos; /* CLOCK_REALTIME at start: the first delta file's base */
 char heapprof__cmdline[512];
 
-/* ---------------------------------------------------------------- warnings */
-
-#define NWARN 32
-static const char *_Atomic warned[NWARN]; /* messages already printed */
-
-/*
- * Where warnings go: the stderr the process started with. A program may
- * close it (coreutils close stdout and stderr in an atexit handler, before
- * the exit profile is written), and the next file it opens then gets fd 2:
- * a warning must never land in that file. So fd 2 is used only while it is
- * still the file it was at start (device and inode, noted at init); if it
- * is not, the start's stderr is reopened by name when it has one (a
- * terminal, a regular file: /proc/self/fd/2 named it at init), written,
- * and closed again, its identity checked first. No descriptor is kept
- * open: a copy of a pipe would hold back the reader's end of file (the
- * shell of `x=$(daemon)`, ssh). A pipe or socket that was closed loses the
- * warning. Written once by init (before that, fd 2 as it is).
- */
-static int err_noted;      /* init looked at fd 2 */
-static int err_open;       /* fd 2 was open at start */
-static dev_t err_dev;
-static ino_t err_ino;
-static char err_path[256]; /* its name, if it can be reopened; else "" */
-
-/* fstat(2) as the system call: glibc's fstat is fstatat(fd, "", ...),
- * whose empty path the kernel copies in from libc's pages (two page
- * faults in every process, ~25 us on the VMs measured). */
-static int
-fd_stat(int fd, struct stat *st)
-{
-#ifdef SYS_fstat /* the kernel's struct stat is glibc's on x86_64 */
-	return syscall(SYS_fstat, fd, st) == 0 ? 0 : -1;
-#else
-	return fstat(fd, st);
-#endif
-}
-
+/* Where warnings go (warn.c): the stderr of start-up. */
 HP_RARE static void
 note_stderr(void)
 {
-	struct stat st;
-	err_noted = 1;
-	if (fd_stat(2, &st) != 0)
-		return;
-	err_open = 1;
-	err_dev = st.st_dev;
-	err_ino = st.st_ino;
-	if (!S_ISCHR(st.st_mode) && !S_ISREG(st.st_mode))
-		return;
-	/* The name built on the stack from immediates: a string literal, even
-	 * copied to the stack, is read from the library's constants, one more
-	 * page fault in every process (the barrier keeps the compiler from
-	 * folding the two words back into one). */
-	uint64_t w[2] = {0x65732f636f72702fULL,  /* "/proc/se" */
-	                 0x00322f64662f666cULL}; /* "lf/fd/2\0" */
-	__asm__("" : "+r"(w[0]), "+r"(w[1]));
-	char fd2[16];
-	memcpy(fd2, w, sizeof(fd2));
-	ssize_t n = readlink(fd2, err_path, sizeof(err_path) - 1);
-	if (n <= 0 || n >= (ssize_t)sizeof(err_path) - 1 || err_path[0] != '/')
-		n = 0;
-	err_path[n] = 0;
-}
-
-static int
-same_file(int fd)
-{
-	struct stat st;
-	return fd_stat(fd, &st) == 0 && st.st_dev == err_dev && st.st_ino == err_ino;
-}
-
-/* "heapprof[PID]: msg" on the start's stderr with one writev(2). errno is
- * preserved: the warning paths sit between a failing call and the code
- * that reads its errno, or inside free(), which must not change errno; a
- * write to a closed or full stderr (EBADF, ENOSPC, EPIPE) would otherwise
- * leak out. */
-static void
-say(const char *msg)
-{
-	if (heapprof__cfg.quiet)
-		return;
-	int saved = errno;
-	/* open and writev are cancellation points; free(), which may warn,
-	 * is not: a pending cancel waits for the program's next one. */
-	int cs = PTHREAD_CANCEL_ENABLE, ignored;
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-	char pre[48];
-	int n = snprintf(pre, sizeof(pre), "heapprof[%ld]: ", (long)getpid());
-	struct iovec iov[3] = {{pre, n > 0 ? (size_t)n : 0},
-	                       {(void *)msg, strlen(msg)},
-	                       {"\n", 1}};
-	int fd = 2, opened = 0;
-	if (err_noted && !(err_open && same_file(2))) {
-		fd = -1;
-		if (err_open && err_path[0]) {
-			fd = open(err_path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK |
-			                        O_CLOEXEC);
-			opened = fd >= 0;
-			if (opened && !same_file(fd)) {
-				close(fd);
-				fd = -1;
-				opened = 0;
-			}
-		}
-	}
-	if (fd >= 0) {
-		ssize_t w = writev(fd, iov, 3);
-		(void)w;
-	}
-	if (opened)
-		close(fd);
-	pthread_setcancelstate(cs, &ignored);
-	errno = saved;
-}
-
-void
-heapprof__warn(const char *msg)
-{
-	for (int i = 0; i < NWARN; i++) {
-		const char *cur = atomic_load(&warned[i]);
-		if (cur == msg)
-			return;
-		if (cur == NULL) {
-			const char *expect = NULL;
-			if (atomic_compare_exchange_strong(&warned[i], &expect, msg))
-				break;
-			if (expect == msg)
-				return;
-		}
-	}
-	say(msg);
-}
-
-/* A warning whose text is built at run time: printed as is (callers make
- * sure it happens once). */
-void
-heapprof__warn_dup(const char *msg)
-{
-	say(msg);
+	heapprof__warn_note_stderr();
 }
 
 /* ---------------------------------------------------------------- fork */
@@ -267,6 +134,7 @@ atfork_child(void)
 		heapprof__ending_atfork_child();
 	heapprof__peak_atfork_child();
 	heapprof__unloaded_atfork_child();
+	heapprof__warn_atfork_child(); /* the parent's held lines are its own */
 	int st = fork_pop();
 	if (heapprof__hooks())
 		heapprof__delivery.atfork_child(st == 2);
@@ -293,16 +161,19 @@ exit_dump(void)
 	if (t->busy) {
 		heapprof__warn("exit() called inside the profiler (from a signal "
 		               "handler?): no exit profile");
+		heapprof__warn_flush(1);
 		return;
 	}
 	hp_enter(t);
 	int saved = errno;
-	if (heapprof__hooks()) {
+	if (heapprof__hooks() && (heapprof__cfg.at_exit || heapprof__cfg.push[0])) {
 		heapprof__delivery.exit(heapprof__cfg.at_exit); /* SIGXFSZ handling: see dump.c */
 		/* A SIGTERM on another thread may be writing the profile: the
 		 * process must not end under it (ending.c). */
 		heapprof__delivery.exit_wait(30000);
 	}
+	/* The warnings held while the program ran (warn.c), once. */
+	heapprof__warn_flush(1);
 	errno = saved;
 	hp_leave(t);
 }
@@ -438,9 +309,10 @@ heapprof_init(int argc, char **argv, char **envp)
 	 * start-up of a program that never calls malloc), called directly. */
 	__register_atfork(atfork_prepare, atfork_parent, atfork_child,
 	                  &__dso_handle);
-	if (heapprof__cfg.at_exit || heapprof__cfg.push[0]) {
-		/* the exit dump, and push's last interval; quick_exit(3) runs
-		 * no atexit handler. What atexit and at_quick_exit do, called
+	if (heapprof__cfg.at_exit || heapprof__cfg.push[0] ||
+	    !heapprof__cfg.quiet) {
+		/* the exit dump, push's last interval, and the warnings held
+		 * while the program ran; quick_exit(3) runs no atexit handler. What atexit and at_quick_exit do, called
 		 * directly (their stubs: see __register_atfork above). */
 		__cxa_atexit(exit_dump_arg, NULL, &__dso_handle);
 		__cxa_at_quick_exit(exit_dump_arg, &__dso_handle);

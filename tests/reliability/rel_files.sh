@@ -2,7 +2,8 @@
 # Profile files and the environment (plan T30-T32): kill -9 during dumps
 # leaves no torn file; a full disk (small tmpfs), a read-only or missing
 # directory and a file-size limit leave the program's output and status
-# unchanged with one warning, and a later dump succeeds; setuid programs
+# unchanged with one warning (held, printed at exit: warn.c), and a later
+# dump succeeds; setuid programs
 # write nothing; files are 0600 and a symlink planted at the temporary
 # name is not followed; a device node as output is not replaced.
 . "$(dirname "$0")/lib.sh"
@@ -86,6 +87,14 @@ run_t rel.files.missing_dir 30 env HEAPPROF_INTERVAL=1 HEAPPROF_OUT="$TMPD/nope/
 nw=$(grep -c 'cannot write profile' "$TMPD/md.err")
 if [ $RC -eq 0 ] && [ "$(cat "$TMPD/md.out")" = done ] && [ "$nw" -eq 1 ]; then pass rel.files.missing_dir
 else fail rel.files.missing_dir "rc $RC, $nw warnings"; fi
+# ... and with no exit profile: the periodic dump's warning, held while the
+# program runs, is still printed once at exit (warn.c; issue 29)
+run_t rel.files.missing_dir_noexit 30 env HEAPPROF_INTERVAL=1 HEAPPROF_EXIT=0 \
+	HEAPPROF_OUT="$TMPD/nope/x.pb.gz" LD_PRELOAD="$LIB" "$PROG/prog_sleep" 1200 \
+	>"$TMPD/mdx.out" 2>"$TMPD/mdx.err"
+nw=$(grep -c 'cannot write profile' "$TMPD/mdx.err")
+if [ $RC -eq 0 ] && [ "$(cat "$TMPD/mdx.out")" = done ] && [ "$nw" -eq 1 ]; then pass rel.files.missing_dir_noexit
+else fail rel.files.missing_dir_noexit "rc $RC, $nw warnings: $(cat "$TMPD/mdx.err")"; fi
 
 # --- file-size limit: 2 KiB, smaller than the profiles of rprog_stress at
 # rate 1. The periodic dumps (dump thread) and the exit dump (main thread)

@@ -185,6 +185,8 @@ run_t rel.serve$SFX.closefrom 60 env HEAPPROF_HTTP=127.0.0.1:$port HEAPPROF_OUT=
 	else fail rel.serve$SFX.closefrom.no_spin "CPU ms in a 2 s sleep: $cpu"; fi
 	if grep -q '^accepted 8/8' "$TMPD/cf.out"; then pass rel.serve$SFX.closefrom.sockets_not_taken
 	else fail rel.serve$SFX.closefrom.sockets_not_taken "$(cat "$TMPD/cf.out")"; fi
+	# one warning, held while the program ran and printed at its exit
+	# (warn.c; the order: rel_warnings.sh)
 	if [ "$(grep -c 'endpoint is off' "$TMPD/cf.err")" -eq 1 ]; then pass rel.serve$SFX.closefrom.one_warning
 	else fail rel.serve$SFX.closefrom.one_warning "stderr: $(cat "$TMPD/cf.err")"; fi; }
 
