@@ -291,7 +291,9 @@ typedef struct hp_obj {
 	                     * (mremap), so they are a mapping of their own
 	                     * (range_exact.c) */
 	uint32_t half;      /* samples: which half of them it is in (peak.c) */
-	uint32_t pad0;
+	uint32_t aligned;   /* samples: from memalign, valloc, pvalloc, ... (an
+	                     * alignment over 16): malloc_usable_size says the
+	                     * slot's bytes, as glibc's have up to a page more */
 	uint64_t pad1;
 } hp_obj;
 #define HP_OBJ_MAGIC 0x68656170726f6621ULL /* "heaprof!" */

@@ -210,6 +210,7 @@ sampled_alloc(hp_tls *t, int64_t rate, size_t size, size_t align, bool zero,
 	if (p) {
 		hp_bucket *b = bucket_here(t, ra, extra, size, rate);
 		if (b) {
+			heapprof__range_obj(p)->aligned = align > 16;
 			record_alloc(heapprof__range_obj(p), b, size);
 		} else {
 			heapprof__range_free(heapprof__range_obj(p));
@@ -247,6 +248,7 @@ sampled_resize(hp_tls *t, int64_t rate, hp_obj *o, size_t n, uintptr_t ra,
 	if (p) {
 		record_free(ob, osize, ohalf, oslot);
 		heapprof__range_obj(p)->size = n;
+		heapprof__range_obj(p)->aligned = 0;
 		record_alloc(heapprof__range_obj(p), b, n);
 	}
 	hp_leave(t);
@@ -302,9 +304,11 @@ heapprof__slow_free(void *p)
  * bytes: jemalloc's and tcmalloc's nallocx where the next allocator has it
  * (bootstrap.c), else glibc's chunk arithmetic (a chunk is the request
  * plus its 8-byte size field, rounded to 16, 32 at least; the next
- * chunk's first 8 bytes are usable too). glibc's mmapped chunks (large
- * blocks) have up to a page more; the arithmetic says less, which only
- * makes a program that grows into the slack realloc a little sooner.
+ * chunk's first 8 bytes are usable too; from 128 KiB, glibc's default
+ * mmap threshold, a mapped chunk: that plus 8, to whole pages, less its
+ * 16-byte header). glibc's threshold moves up as a program frees large
+ * blocks, and those then have less: a program that grows one into the
+ * slack grows it at most a page further than it would without us.
  *
  * Why it matters (issue 30): programs such as redis grow a block into the
  * slack malloc_usable_size reports and realloc only when it runs out. A
@@ -326,6 +330,10 @@ next_usable(size_t n)
 	if (n > SIZE_MAX - 64)
 		return n;
 	size_t chunk = (n + 8 + 15) & ~(size_t)15;
+	if (n >= ((size_t)128 << 10)) {
+		size_t pg = (size_t)4096;
+		return ((chunk + 8 + pg - 1) & ~(pg - 1)) - 16;
+	}
 	return (chunk < 32 ? 32 : chunk) - 8;
 }
 
@@ -333,13 +341,16 @@ size_t
 heapprof__slow_usable_size(void *p)
 {
 	hp_obj *o = heapprof__range_obj(p);
-	if (o->magic == HP_OBJ_MAGIC) {
+	if (o->magic == HP_OBJ_MAGIC && !o->aligned) {
 		/* A sample: as the next allocator would say, within the
-		 * slot (a request that fills its slot gets no more). */
+		 * slot (a request that fills its slot gets no more). An
+		 * aligned one (memalign, valloc, pvalloc) says its slot's
+		 * bytes, below: glibc's have up to a page more. */
 		size_t slot = heapprof__range_usable(o), u = next_usable(o->size);
 		return u < slot ? u : slot;
 	}
-	return o->magic == HP_BOOT_MAGIC || o->magic == HP_PRIV_MAGIC
+	return o->magic == HP_OBJ_MAGIC || o->magic == HP_BOOT_MAGIC ||
+	               o->magic == HP_PRIV_MAGIC
 	               ? heapprof__range_usable(o)
 	               : 0;
 }
