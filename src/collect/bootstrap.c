@@ -198,12 +198,23 @@ canonical_plt(void *f)
 		return 0;
 	if (sym && sym->st_shndx == SHN_UNDEF)
 		return 1;
+	/* A symbol defined at f is a definition, whatever its code: an
+	 * allocator selector's malloc that forwards through a pointer is one
+	 * `jmp *ptr(%rip)` too (taken for a PLT entry, glibc's realloc got
+	 * its blocks: rel.allocators.forwarding_first). */
+	if (sym && info.dli_saddr == f)
+		return 0;
+	/* Canonical PLT entries are the executable's, and only the
+	 * executable's (the first object listed). */
+	hp_objspan s;
+	objspan(&s, f);
+	if (!s.n || !s.is_main)
+		return 0;
 #if defined(__x86_64__)
 	/* dladdr finds the undefined symbol only where the hash table
 	 * lists it (not in every executable's .gnu.hash): a PLT entry is
 	 * also known by its code, an indirect jump through the GOT
-	 * ([endbr64] [bnd] jmp *disp32(%rip)), which no allocator's malloc
-	 * starts with. */
+	 * ([endbr64] [bnd] jmp *disp32(%rip)), with no symbol of its own. */
 	const unsigned char *c = f;
 	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
 		c += 4;
