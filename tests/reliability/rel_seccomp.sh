@@ -127,6 +127,22 @@ if run_t rel.seccomp.vfork 60 env HEAPPROF_RATE=1 HEAPPROF_OUT="$d/p.%p.pb.gz" \
 	fi
 fi
 
+# Fork after the filter (rprog_sbfork): the children live, as without the
+# profiler. Before (h17): each died of SIGSYS in our fork handler (getpid).
+d=$TMPD/forkafter; mkdir -p "$d"
+F=$PROG/rprog_sbfork
+run_t rel.seccomp.fork_after.base 60 "$F" >"$d/base" 2>"$d/base.err"
+frc=$RC
+for r in 1 524288; do
+	run_t rel.seccomp.fork_after.$r 60 env HEAPPROF_RATE=$r HEAPPROF_OUT="$d/p.%p.pb.gz" \
+		LD_PRELOAD="$LIB" "$F" >"$d/out.$r" 2>"$d/err.$r" || continue
+	if [ $RC -eq "$frc" ] && cmp -s "$d/base" "$d/out.$r" && grep -qx "sum 60" "$d/base"; then
+		pass rel.seccomp.fork_after.$r
+	else
+		fail rel.seccomp.fork_after.$r "status $RC vs $frc; $(head -c 200 "$d/out.$r" | tr '\n' ' ') vs $(head -c 200 "$d/base" | tr '\n' ' ')"
+	fi
+done
+
 # libheapprof.a linked in: the same interposers, in the executable.
 d=$TMPD/linked; mkdir -p "$d"
 "$P" kill >"$d/base" 2>&1
