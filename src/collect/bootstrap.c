@@ -194,12 +194,29 @@ in_span(const hp_objspan *s, void *f)
 static int
 canonical_plt(void *f)
 {
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (!dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT))
+		return 0;
+	if (sym && sym->st_shndx == SHN_UNDEF)
+		return 1;
+	/* A symbol defined at f is a definition, whatever its code: an
+	 * allocator selector's malloc that forwards through a pointer is one
+	 * `jmp *ptr(%rip)` too (taken for a PLT entry, glibc's realloc got
+	 * its blocks: rel.allocators.forwarding_first). */
+	if (sym && info.dli_saddr == f)
+		return 0;
+	/* Canonical PLT entries are the executable's, and only the
+	 * executable's (the first object listed). */
+	hp_objspan s;
+	objspan(&s, f);
+	if (!s.n || !s.is_main)
+		return 0;
 #if defined(__x86_64__)
-	/* Known by its code: an indirect jump through the GOT ([endbr64]
-	 * [bnd] jmp *disp32(%rip)), which no allocator's malloc starts with.
-	 * (dladdr1 finds the undefined symbol only where the executable's
-	 * hash table lists it, which its .gnu.hash need not; and it costs a
-	 * walk of a symbol table in every process.) */
+	/* dladdr finds the undefined symbol only where the hash table
+	 * lists it (not in every executable's .gnu.hash): a PLT entry is
+	 * also known by its code, an indirect jump through the GOT
+	 * ([endbr64] [bnd] jmp *disp32(%rip)), with no symbol of its own. */
 	const unsigned char *c = f;
 	if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
 		c += 4;
@@ -207,10 +224,7 @@ canonical_plt(void *f)
 		c++;
 	return c[0] == 0xff && c[1] == 0x25;
 #else
-	Dl_info info;
-	const ElfW(Sym) *sym = NULL;
-	return dladdr1(f, &info, (void **)&sym, RTLD_DL_SYMENT) && sym &&
-	       sym->st_shndx == SHN_UNDEF;
+	return 0;
 #endif
 }
 

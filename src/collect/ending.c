@@ -292,10 +292,15 @@ heapprof__ending_init(void)
 HP_RARE void
 heapprof__ending_atfork_child(void)
 {
-	long pid = (long)getpid(), parent = this_pid();
-	atomic_store(&self_pid, pid);
 	/* The parent's held signal was the parent's. */
 	heapprof__tls.held_sig = 0;
+	/* Under a seccomp filter the ending is off (heapprof__ending_sandbox)
+	 * and getpid may be what the filter kills: a fork child after the
+	 * filter died of SIGSYS in this handler (rel.seccomp.fork_after). */
+	if (atomic_load(&heapprof__sandbox))
+		return;
+	long pid = (long)getpid(), parent = this_pid();
+	atomic_store(&self_pid, pid);
 	/* The init of a namespace and its children differ (may_handle): only
 	 * there a system call to look. */
 	if ((pid == 1) != (parent == 1))

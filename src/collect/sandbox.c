@@ -35,6 +35,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <linux/seccomp.h>
 #include <stdarg.h>
 #include <string.h>
@@ -94,10 +95,26 @@ with_errno(long r)
 static void
 entering(void)
 {
-	int expect = 0;
-	if (!atomic_compare_exchange_strong(&heapprof__sandbox, &expect, 2))
+	if (atomic_load(&heapprof__sandbox))
 		return; /* a filter is in force already: all done then */
 	int saved = errno;
+	/* A vfork child (or any CLONE_VM child) shares its parent's memory:
+	 * the flag, the threads and the ending's state below are the
+	 * parent's, whom this filter does not bind. It execs or _exits
+	 * (neither dumps in a process the profiler does not know): nothing
+	 * to do. Before, the parent lost its profile and saw our SIGTERM
+	 * handler as the program's (rel.seccomp.vfork). Where kcmp is not
+	 * allowed (ENOSYS, EPERM), as before. */
+	if (raw6(SYS_kcmp, raw6(SYS_getpid, 0, 0, 0, 0, 0, 0),
+	         raw6(SYS_getppid, 0, 0, 0, 0, 0, 0), KCMP_VM, 0, 0, 0) == 0) {
+		errno = saved;
+		return;
+	}
+	int expect = 0;
+	if (!atomic_compare_exchange_strong(&heapprof__sandbox, &expect, 2)) {
+		errno = saved;
+		return;
+	}
 	if (atomic_load_explicit(&heapprof__ready, memory_order_acquire)) {
 		heapprof__warn("the program installs a seccomp filter: no profile "
 		               "is written from now on (the filter may forbid "

@@ -78,6 +78,18 @@ if $CC -fno-pie -no-pie -O1 -o "$CANON" "$REPO/tests/reliability/canonplt.c" 2>"
 else
 	fail rel.allocators.canonical_plt "cannot build a -no-pie program: $(head -c 200 "$TMPD/canon.cc")"
 fi
+# An allocator selector preloaded ahead of the profiler, whose malloc is
+# one `jmp *ptr(%rip)` (rlib_fwdshim.c): the code of a PLT entry, but a
+# definition. The program's allocator is the shim: nothing sampled, one
+# warning, the program as without the profiler. Before (h17): the shim was
+# taken for a canonical PLT entry, glibc's realloc got the shim's blocks
+# (SIGSEGV at the first reallocarray).
+SHIM=$TMPD/libfwdshim.so
+if $CC -O2 -fPIC -shared -o "$SHIM" "$REPO/tests/reliability/rlib_fwdshim.c" 2>"$TMPD/shim.cc"; then
+	one rel.allocators.forwarding_first none "$SHIM" "$SHIM $LIB" "$P" family "$ROUNDS"
+else
+	fail rel.allocators.forwarding_first "cannot build the shim: $(head -c 200 "$TMPD/shim.cc")"
+fi
 # Debian's python3 itself (non-PIE, canonical PLT for malloc and free).
 if [ -x /usr/bin/python3 ]; then
 	run_t rel.allocators.debian_python 60 env HEAPPROF_RATE=1 LD_PRELOAD="$LIB" \

@@ -105,6 +105,44 @@ if run_t rel.seccomp.madvise 60 env HEAPPROF_RATE=1 HEAPPROF_OUT="$d/p.pb.gz" \
 	fi
 fi
 
+# A vfork child installs a filter and execs (rprog_sbvfork): the filter
+# binds the child, whose memory until the exec is the parent's. The
+# parent runs as without the profiler (stdout: SIGTERM's action is the
+# default; status 143) and writes its exit profile; no "installs a seccomp
+# filter" line. Before (h17): the child's prctl marked the parent as
+# sandboxed: no profile, and sigaction reported our handler.
+d=$TMPD/vfork; mkdir -p "$d"
+V=$PROG/rprog_sbvfork
+run_t rel.seccomp.vfork.base 60 "$V" /bin/true >"$d/base" 2>"$d/base.err"
+vrc=$RC
+if run_t rel.seccomp.vfork 60 env HEAPPROF_RATE=1 HEAPPROF_OUT="$d/p.%p.pb.gz" \
+	LD_PRELOAD="$LIB" "$V" /bin/true >"$d/out" 2>"$d/err"; then
+	f=$(ls "$d"/p.*.pb.gz 2>/dev/null | head -1)
+	if [ $RC -eq "$vrc" ] && cmp -s "$d/base" "$d/out" && [ -n "$f" ] &&
+		"$HEAPPROF" top -n 50 "$f" >"$d/top" 2>&1 && grep -q sbvfork_keep "$d/top" &&
+		! grep -q "installs a seccomp filter" "$d/err"; then
+		pass rel.seccomp.vfork
+	else
+		fail rel.seccomp.vfork "status $RC vs $vrc; $(head -c 200 "$d/out" | tr '\n' ' ') vs $(head -c 200 "$d/base" | tr '\n' ' '); $(ls "$d" | tr '\n' ' '); $(head -c 300 "$d/err")"
+	fi
+fi
+
+# Fork after the filter (rprog_sbfork): the children live, as without the
+# profiler. Before (h17): each died of SIGSYS in our fork handler (getpid).
+d=$TMPD/forkafter; mkdir -p "$d"
+F=$PROG/rprog_sbfork
+run_t rel.seccomp.fork_after.base 60 "$F" >"$d/base" 2>"$d/base.err"
+frc=$RC
+for r in 1 524288; do
+	run_t rel.seccomp.fork_after.$r 60 env HEAPPROF_RATE=$r HEAPPROF_OUT="$d/p.%p.pb.gz" \
+		LD_PRELOAD="$LIB" "$F" >"$d/out.$r" 2>"$d/err.$r" || continue
+	if [ $RC -eq "$frc" ] && cmp -s "$d/base" "$d/out.$r" && grep -qx "sum 60" "$d/base"; then
+		pass rel.seccomp.fork_after.$r
+	else
+		fail rel.seccomp.fork_after.$r "status $RC vs $frc; $(head -c 200 "$d/out.$r" | tr '\n' ' ') vs $(head -c 200 "$d/base" | tr '\n' ' ')"
+	fi
+done
+
 # libheapprof.a linked in: the same interposers, in the executable.
 d=$TMPD/linked; mkdir -p "$d"
 "$P" kill >"$d/base" 2>&1
