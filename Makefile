@@ -140,6 +140,10 @@ $(B)/tests/test_%: tests/unit/test_%.c $(TOOL_OBJ)
 	$(CC) $(ALLCFLAGS) -Itests -Isrc/ops -o $@ $(filter %.c %.o,$^) $(LIBS)
 # Integration programs: plain programs, profiled from outside. -O1 and frame
 # pointers so known call sites stay distinct and both unwinders work.
+# prog_otel: -rdynamic, so its otel_thread_ctx_v1 is in .dynsym (OTEP 4947).
+$(B)/tests/prog_otel: tests/integration/prog_otel.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -rdynamic -o $@ $<
 $(B)/tests/prog_%: tests/integration/prog_%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -Iinclude -o $@ $< -lpthread -ldl -lm
