@@ -22,7 +22,6 @@
  * relaxed atomic). Runs on the sampled path only, the thread busy.
  */
 #include <dlfcn.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -84,7 +83,14 @@ from_record(const uint8_t *rec)
 		    memchr(b + p + 2, 0, len))
 			return NULL;
 		kv[2 * n] = text + at;
-		at += (size_t)snprintf(text + at, 16, "otel.attr.%u", key) + 1;
+		memcpy(text + at, "otel.attr.", 10); /* no snprintf: ~1,500 */
+		at += 10;                            /* instructions a sample */
+		if (key >= 100)
+			text[at++] = (char)('0' + key / 100);
+		if (key >= 10)
+			text[at++] = (char)('0' + key / 10 % 10);
+		text[at++] = (char)('0' + key % 10);
+		text[at++] = 0;
 		kv[2 * n + 1] = text + at;
 		memcpy(text + at, b + p + 2, len);
 		text[at + len] = 0;
