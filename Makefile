@@ -54,7 +54,8 @@ all: $(B)/libheapprof.so $(B)/libheapprof.a $(B)/heapprof
 
 # The headers a build needs and their Debian packages: a missing one stops
 # `make` before any compiler error, naming the packages (tools/check-deps.sh).
-DEP_HEADERS := zlib.h:zlib1g-dev elfutils/libdw.h:libdw-dev dwarf.h:libdw-dev
+DEP_HEADERS := zlib.h:zlib1g-dev elfutils/libdw.h:libdw-dev dwarf.h:libdw-dev \
+	sys/sdt.h:systemtap-sdt-dev
 check-deps:
 	@sh tools/check-deps.sh "$(CC)" $(DEP_HEADERS)
 
@@ -139,6 +140,10 @@ $(B)/tests/test_%: tests/unit/test_%.c $(TOOL_OBJ)
 	$(CC) $(ALLCFLAGS) -Itests -Isrc/ops -o $@ $(filter %.c %.o,$^) $(LIBS)
 # Integration programs: plain programs, profiled from outside. -O1 and frame
 # pointers so known call sites stay distinct and both unwinders work.
+# prog_otel: -rdynamic, so its otel_thread_ctx_v1 is in .dynsym (OTEP 4947).
+$(B)/tests/prog_otel: tests/integration/prog_otel.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -rdynamic -o $@ $<
 $(B)/tests/prog_%: tests/integration/prog_%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -Iinclude -o $@ $< -lpthread -ldl -lm
@@ -249,7 +254,8 @@ $(B)/examples/leaky: examples/leaky.c
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-inline -o $@ $< -lpthread
 
 # Debian packages: what building needs, and what the tests need on top.
-DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libdw-dev
+# systemtap-sdt-dev: <sys/sdt.h>, the otel_memory USDT probes (a header only)
+DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libdw-dev systemtap-sdt-dev
 # libunwind8: only the HEAPPROF_UNWIND=libunwind opt-in, compared in tests.
 # heaptrack, zstd: the accuracy suite (tests/accuracy) reads heaptrack's records.
 # Every tool a test uses is here: under CI=true a skip for a missing tool
@@ -260,10 +266,12 @@ DEBS_BUILD := gcc g++ make pkg-config zlib1g-dev libdw-dev
 # libgoogle-perftools-dev and libjemalloc-dev: tests/corpus/gen.sh writes
 # gperftools and jemalloc dumps with them (jeprof reads the latter);
 # heaptrack: the cross-check of the peak (capture_peak_bias.sh).
+# bpftrace: the otel_memory USDT probes seen from outside (capture_usdt.sh).
 DEBS_TEST  := libunwind8 golang-go golang-github-google-pprof-dev clang libclang-rt-14-dev \
 	python3 sqlite3 procps chromium libjemalloc-dev groff-base \
 	curl strace gdb valgrind nodejs npm lintian binutils git man-db libc6-dev \
-	libgoogle-perftools-dev libtcmalloc-minimal4 redis-server redis-tools heaptrack zstd
+	libgoogle-perftools-dev libtcmalloc-minimal4 redis-server redis-tools heaptrack zstd \
+	bpftrace
 deps:
 	@DEBS="$(DEBS_BUILD)" sh tools/apt-ensure.sh
 deps-test:

@@ -35,7 +35,7 @@ usage(FILE *f)
 	        "usage: heapprof top [-n|--nodecount N] [--sample-index TYPE] [--base OLD]\n"
 	        "                    [--focus REGEX] [--hide REGEX] "
 	        "[--no-default-hide]\n"
-	        "                    [--min-age AGE] [--error] FILE\n"
+	        "                    [--min-age AGE] [--tagfocus KEY=REGEX] [--error] FILE\n"
 	        "\n"
 	        "Prints the functions of a profile.proto file (gzip'd or not)\n"
 	        "with the largest flat values, like `go tool pprof -top`: flat,\n"
@@ -60,6 +60,9 @@ usage(FILE *f)
 	        "                       0 1s 2s 5s 10s 30s 1m 2m 5m 10m 30m 1h\n"
 	        "                       2h 6h 12h 1d 2d 7d 30d); default type\n"
 	        "                       inuse_space\n"
+	        "  --tagfocus KEY=RE[,RE...]  only samples with a string label KEY\n"
+	        "                       whose value matches one of the REs\n"
+	        "                       (POSIX extended; pprof -tagfocus)\n"
 	        "  --error              also the 95%% interval of the total and of\n"
 	        "                       each row's flat and cum (from the sample\n"
 	        "                       counts; 'exact' at rate 1), and a line\n"
@@ -88,7 +91,8 @@ typedef struct msample {
 	size_t key;
 	uint32_t klen;
 	int is_base; /* labelled pprof::base=true (a -diff_base sample) */
-	int young;   /* --min-age: no age_s label of at least min_age */
+	int young;   /* --min-age: no age_s label of at least min_age;
+	              * --tagfocus: no label that matches */
 	int64_t v;
 	double var; /* --error: the variance of v (top_err.c) */
 } msample;
@@ -98,6 +102,10 @@ typedef struct top {
 	regex_t *focus; /* --focus, or NULL */
 	const char *focus_text;
 	int64_t min_age; /* --min-age in seconds, or -1 */
+	const char *tag_text; /* --tagfocus, or NULL */
+	size_t tag_keylen;    /* its key: tag_text[0 .. tag_keylen) */
+	regex_t tag_re[16];   /* its regular expressions */
+	int ntag;
 	size_t aged;     /* samples with an age_s label */
 	top_err *err;    /* --error, or NULL */
 	int err_base;    /* --error with --base: no intervals */
@@ -239,6 +247,31 @@ grow_slots(top *t)
 	return 0;
 }
 
+/* --tagfocus KEY=RE,...: whether sample s has a string label KEY whose
+ * value one of the REs matches (pprof's compileTagFilter, with a key). */
+static int
+tag_ok(const top *t, const pprof_sample *s)
+{
+	if (!t->tag_text)
+		return 1;
+	for (size_t j = 0; j < s->nlabels; j++) {
+		size_t kl, vl;
+		const char *k = heapprof__pprof_string(&t->d, s->labels[j].key, &kl);
+		if (!s->labels[j].str || kl != t->tag_keylen ||
+		    memcmp(k, t->tag_text, kl))
+			continue;
+		const char *v = heapprof__pprof_string(&t->d, s->labels[j].str, &vl);
+		char *z = strndup(v, vl);
+		int hit = 0;
+		for (int r = 0; z && r < t->ntag && !hit; r++)
+			hit = regexec(&t->tag_re[r], z, 0, NULL, 0) == 0;
+		free(z);
+		if (hit)
+			return 1;
+	}
+	return 0;
+}
+
 /* Adds sample s (value vi) to its merged sample: key = location indexes,
  * then the labels sorted (pprof's sampleKey, by string index). */
 static int
@@ -301,7 +334,8 @@ merge_sample(top *t, const pprof_sample *s, size_t vi)
 	if (cli_sample_age(&t->d, s, &age))
 		t->aged++;
 	t->ms[t->nms] = (msample){t->nkeys, (uint32_t)klen, is_base,
-	                          t->min_age >= 0 && age < t->min_age,
+	                          (t->min_age >= 0 && age < t->min_age) ||
+	                                  !tag_ok(t, s),
 	                          s->values[vi], var};
 	t->slots[j] = (uint32_t)++t->nms;
 	t->nkeys += klen;
@@ -695,7 +729,7 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 		printf("Duration: %s, Total samples = %s %s\n", a, b, ratio);
 	}
 	const char *hide = cli_hide_active();
-	if (t->focus_text || hide || t->min_age >= 0)
+	if (t->focus_text || hide || t->min_age >= 0 || t->tag_text)
 		printf("Active filters:\n");
 	if (t->focus_text)
 		cli_hide_print_filter("focus", t->focus_text);
@@ -703,6 +737,8 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 		cli_hide_print_filter("hide", hide);
 	if (t->min_age >= 0) /* what go tool pprof calls it */
 		printf("   tagfocus=age_s=%llds:\n", (long long)t->min_age);
+	if (t->tag_text)
+		cli_hide_print_filter("tagfocus", t->tag_text);
 	int64_t shown = 0;
 	for (size_t i = 0; i < kept; i++)
 		shown = add64(shown, g[i]->flat);
@@ -795,11 +831,43 @@ subtract_base(uint8_t **buf, size_t *len, const char *path, const char *base)
 	return 0;
 }
 
+/* --tagfocus KEY=RE[,RE...] into t: 0, or 2 (said why). */
+static int
+tagfocus_compile(top *t, const char *spec, int64_t min_age)
+{
+	const char *eq = strchr(spec, '=');
+	if (!eq || eq == spec || min_age >= 0) {
+		cli_err(min_age >= 0 ? "top: --tagfocus and --min-age: one or the other"
+		                     : "top: --tagfocus needs KEY=REGEX[,REGEX...]");
+		return 2;
+	}
+	t->tag_keylen = (size_t)(eq - spec);
+	for (const char *r = eq + 1;;) {
+		size_t l = strcspn(r, ",");
+		char *z = strndup(r, l);
+		int e = z && t->ntag < 16
+		                ? regcomp(&t->tag_re[t->ntag], z, REG_EXTENDED | REG_NOSUB)
+		                : REG_ESPACE;
+		free(z);
+		if (e) {
+			cli_err("top: --tagfocus '%s': a bad or 17th regular expression",
+			        spec);
+			return 2;
+		}
+		t->ntag++;
+		if (!r[l])
+			break;
+		r += l + 1;
+	}
+	t->tag_text = spec;
+	return 0;
+}
+
 int
 cli_top(int argc, char **argv)
 {
 	const char *path = NULL, *sample_index = NULL, *base = NULL;
-	const char *focus = NULL;
+	const char *focus = NULL, *tagfocus = NULL;
 	long max_nodes = 0;
 	int64_t min_age = -1;
 	int want_err = 0;
@@ -853,6 +921,14 @@ cli_top(int argc, char **argv)
 				        "10m, 1h, 1d)");
 				return 2;
 			}
+		} else if (!strcmp(a, "--tagfocus") || !strcmp(a, "-tagfocus")) {
+			if (i + 1 >= argc) {
+				cli_err("top: %s needs KEY=REGEX", a);
+				return 2;
+			}
+			tagfocus = argv[++i];
+		} else if (!strncmp(a, "--tagfocus=", 11)) {
+			tagfocus = a + 11;
 		} else if (!strcmp(a, "--error") || !strcmp(a, "-error")) {
 			want_err = 1;
 		} else if ((hopt = cli_hide_option("top", argc, argv, &i))) {
@@ -911,11 +987,19 @@ cli_top(int argc, char **argv)
 		t.focus = &re;
 		t.focus_text = focus;
 	}
+	if (tagfocus && (rc = tagfocus_compile(&t, tagfocus, min_age)) != 0) {
+		if (focus)
+			regfree(&re);
+		free(buf);
+		return rc;
+	}
 	heapprof__pprof_dec_init(&t.d, NULL, NULL);
 	int st = run_top(&t, buf, len, path, sample_index, max_nodes);
 	top_free(&t);
 	if (focus)
 		regfree(&re);
+	for (int r = 0; r < t.ntag; r++)
+		regfree(&t.tag_re[r]);
 	free(buf);
 	return st;
 }

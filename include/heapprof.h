@@ -118,6 +118,47 @@ HEAPPROF_API int heapprof_set_sample_rate(uint64_t bytes);
 HEAPPROF_API uint64_t heapprof_sample_rate(void);
 
 /* ------------------------------------------------------------------------
+ * Labels: which request, route, tenant or job allocated (as Go's pprof.Do)
+ * ---------------------------------------------------------------------- */
+
+/* An interned label set: made once (heapprof_labels_make), kept by the
+ * profiler for the life of the process, shared by every thread. */
+typedef struct heapprof_labels heapprof_labels;
+
+/*! heapprof_labels_make() :
+ *  Interns the set of `n` pairs kv[2i] = kv[2i+1] (keys non-empty; a key
+ *  given twice keeps its last value; order does not matter: the pairs are
+ *  sorted by key, as Go sorts them). At most 64 pairs and 4 KiB of text.
+ *  The same pairs always give the same set. Distinct sets are capped per
+ *  process (HEAPPROF_LABEL_SETS, default 1024): past the cap *out is the
+ *  overflow set, whose one label is heapprof_labels=overflow, and the
+ *  refusal is counted in the profile's comments.
+ *  @return : 0, 1 when capped (*out = the overflow set), or -EINVAL. */
+HEAPPROF_API int heapprof_labels_make(const char *const *kv, size_t n,
+                                      const heapprof_labels **out);
+
+/*! heapprof_labels_use() :
+ *  Makes `set` (NULL: none) this thread's label set: every allocation the
+ *  thread samples from now on is recorded under it, in records keyed by
+ *  (stack, size, labels), written as pprof string labels. One thread-local
+ *  store; nothing on the unsampled path reads it.
+ *  @return : the thread's previous set (NULL: none), to restore later. */
+HEAPPROF_API const heapprof_labels *heapprof_labels_use(const heapprof_labels *set);
+
+/*! heapprof_labels_set() :
+ *  heapprof_labels_make() then heapprof_labels_use(): the thread's set
+ *  becomes kv's, and *saved (if not NULL) gets the previous one for
+ *  heapprof_labels_restore(). A server interns its few sets once and
+ *  switches with heapprof_labels_use(), which takes no lock.
+ *  @return : as heapprof_labels_make() (on -EINVAL nothing changes). */
+HEAPPROF_API int heapprof_labels_set(const char *const *kv, size_t n,
+                                     const heapprof_labels **saved);
+
+/*! heapprof_labels_restore() : heapprof_labels_use(saved), the result
+ *  dropped. */
+HEAPPROF_API void heapprof_labels_restore(const heapprof_labels *saved);
+
+/* ------------------------------------------------------------------------
  * Encoding heap records (for programs with their own allocators)
  * ---------------------------------------------------------------------- */
 
@@ -138,6 +179,16 @@ typedef struct heapprof_record {
 	               * rates (the rate changed at run time) unsample each
 	               * with its own. */
 } heapprof_record;
+
+/* One pprof string label, and the labels of one record. */
+typedef struct heapprof_label {
+	const char *key;
+	const char *value;
+} heapprof_label;
+typedef struct heapprof_record_labels {
+	const heapprof_label *labels;
+	size_t n;
+} heapprof_record_labels;
 
 /* An executable mapping of the profiled process. */
 typedef struct heapprof_mapping {
@@ -192,6 +243,9 @@ typedef struct heapprof_heap_profile {
 	/* Read only with HEAPPROF_ENCODE_PEAK: one per record, what it had in
 	 * use (sampled objects and bytes) when the in-use total peaked. */
 	const struct heapprof_peak *peaks;
+	/* Read only with HEAPPROF_ENCODE_LABELS: one per record (n 0: none),
+	 * written as string labels of its sample. */
+	const heapprof_record_labels *labels;
 } heapprof_heap_profile;
 
 /* What one record had in use at the peak, sampled counts as in
@@ -207,6 +261,8 @@ typedef struct heapprof_peak {
 /* Also write peak_objects and peak_space (after Go's four types, from
  * p->peaks), and default_sample_type inuse_space unless one is given. */
 #define HEAPPROF_ENCODE_PEAK 8u
+/* Write each record's string labels (p->labels). */
+#define HEAPPROF_ENCODE_LABELS 16u
 /* Records may carry negative counts (differences of two snapshots): each
  * pair is unsampled with its own average size, as pprof scales a delta. */
 

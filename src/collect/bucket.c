@@ -1,5 +1,6 @@
 /*
- * bucket.c: the per-(stack, size, rate) records of sampled allocations,
+ * bucket.c: the per-(stack, size, rate, label set) records of sampled
+ * allocations (a label set is an interned pointer, labels.c),
  * Go's memRecord model: alloc and free counts of sampled objects and bytes.
  * Every object in a bucket has the same size and was sampled at the same
  * rate, so unsampling with 1/(1-exp(-S/R)) is exact per bucket (and stays
@@ -123,7 +124,8 @@ heapprof__bucket_init(void)
 }
 
 static uint64_t
-stack_hash(const uint64_t *stack, int depth, size_t size, int64_t rate)
+stack_hash(const uint64_t *stack, int depth, size_t size, int64_t rate,
+           const heapprof_labels *ls)
 {
 	uint64_t h = (0x9e3779b97f4a7c15ULL ^ size) + (uint64_t)rate *
 	             0x94d049bb133111ebULL;
@@ -132,16 +134,17 @@ stack_hash(const uint64_t *stack, int depth, size_t size, int64_t rate)
 		h *= 0xff51afd7ed558ccdULL;
 		h ^= h >> 32;
 	}
-	h ^= (uint64_t)depth;
+	h ^= (uint64_t)depth ^ (uint64_t)(uintptr_t)ls;
 	h *= 0xc4ceb9fe1a85ec53ULL;
 	return h ^ (h >> 29);
 }
 
 static bool
 same(const hp_bucket *b, uint64_t h, const uint64_t *stack, int depth,
-     size_t size, int64_t rate)
+     size_t size, int64_t rate, const heapprof_labels *ls)
 {
 	return b->hash == h && b->size == size && b->rate == rate &&
+	       b->labels == ls &&
 	       b->depth == (uint32_t)depth &&
 	       memcmp(b->stack, stack, (size_t)depth * sizeof(*stack)) == 0;
 }
@@ -149,28 +152,28 @@ same(const hp_bucket *b, uint64_t h, const uint64_t *stack, int depth,
 /* The bucket in t, or NULL. Lock-free. */
 static hp_bucket *
 table_find(table *t, uint64_t h, const uint64_t *stack, int depth,
-           size_t size, int64_t rate)
+           size_t size, int64_t rate, const heapprof_labels *ls)
 {
 	for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
 		hp_bucket *b = atomic_load_explicit(&t->slot[i], memory_order_acquire);
-		if (!b || same(b, h, stack, depth, size, rate))
+		if (!b || same(b, h, stack, depth, size, rate, ls))
 			return b;
 	}
 }
 
 hp_bucket *
 heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
-                     int64_t rate)
+                     int64_t rate, const heapprof_labels *ls)
 {
-	uint64_t h = stack_hash(stack, depth, size, rate);
+	uint64_t h = stack_hash(stack, depth, size, rate, ls);
 	table *t = atomic_load_explicit(&tab, memory_order_acquire);
-	hp_bucket *b = t ? table_find(t, h, stack, depth, size, rate) : NULL;
+	hp_bucket *b = t ? table_find(t, h, stack, depth, size, rate, ls) : NULL;
 	if (b)
 		return b;
 
 	pthread_mutex_lock(&lock);
 	t = atomic_load_explicit(&tab, memory_order_relaxed);
-	b = t ? table_find(t, h, stack, depth, size, rate) : NULL;
+	b = t ? table_find(t, h, stack, depth, size, rate, ls) : NULL;
 	if (b) {
 		pthread_mutex_unlock(&lock);
 		return b;
@@ -192,6 +195,7 @@ heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
 		b->hash = h;
 		b->size = size;
 		b->rate = rate;
+		b->labels = ls;
 		b->depth = (uint32_t)depth;
 		b->id = (uint32_t)atomic_load_explicit(&count, memory_order_relaxed);
 		memcpy(b->stack, stack, (size_t)depth * sizeof(*stack));

@@ -131,6 +131,9 @@ typedef struct hp_config {
 	int quiet;              /* HEAPPROF_QUIET=1: no line on stderr */
 	int peak_exact;         /* time the peak by the exact count (peak.c) */
 	char log[1024];         /* HEAPPROF_LOG: every line to this file */
+	int64_t label_cap;      /* HEAPPROF_LABEL_SETS, 0: default (labels.c) */
+	int otel_ids;           /* HEAPPROF_OTEL_IDS=1: trace_id and span_id
+	                         * labels from the thread context (otel.c) */
 } hp_config;
 
 /* Written once by the constructor before sampling is enabled; read-only
@@ -391,7 +394,7 @@ int heapprof__unwind_uses_fp(uint64_t q);
 
 /* -------------------------------------------------------------- bucket.c */
 
-/* Counters of one (stack, size, rate) triple: sampled objects and bytes,
+/* Counters of one (stack, size, rate, label set): sampled objects and bytes,
  * as Go's memRecord. The rate is the one the objects were sampled at, so
  * a later heapprof_set_sample_rate() leaves them as they were. Updated
  * with relaxed atomics by any thread; read the same way by snapshots,
@@ -401,6 +404,7 @@ typedef struct hp_bucket {
 	uint64_t hash;
 	size_t size;
 	int64_t rate;               /* sampled at this mean distance, >= 1 */
+	const struct heapprof_labels *labels; /* its label set (labels.c), or NULL */
 	_Atomic int64_t alloc_objects, alloc_bytes, free_objects, free_bytes;
 	uint32_t id;    /* 0, 1, 2, ... in order of creation */
 	uint32_t depth;
@@ -419,7 +423,7 @@ int heapprof__bucket_init(void);
 /* Finds or creates the bucket; NULL if the profiler's memory is exhausted
  * (or the table could not be mapped). */
 hp_bucket *heapprof__bucket_get(const uint64_t *stack, int depth, size_t size,
-                                int64_t rate);
+                                int64_t rate, const struct heapprof_labels *ls);
 /* The most recently created bucket; older ones follow via all_next. */
 hp_bucket *heapprof__bucket_list(void);
 uint64_t heapprof__bucket_count(void);

@@ -35,6 +35,10 @@
  *   HEAPPROF_QUIET     1: the library prints nothing on stderr
  *   HEAPPROF_LOG       a file that gets all of the library's lines (appended
  *                      when they come up) instead of stderr
+ *   HEAPPROF_LABEL_SETS distinct label sets per process (1..65536, default
+ *                      1024; past it: heapprof_labels=overflow, labels.c)
+ *   HEAPPROF_OTEL_IDS  1: trace_id and span_id labels from the
+ *                      OpenTelemetry thread context too (otel.c)
  *   HEAPPROF_SYMBOLIZE symtab (default): function names from ELF symbol
  *                      tables; dwarf: file:line and inlined frames (libdw,
  *                      loaded at start-up: dumps may run inside malloc or a
@@ -152,7 +156,7 @@ check_env_names(void)
 		"PUSH_INTERVAL", "APP", "ONLY", "CHILDREN", "MAINPID", "LIBRARY",
 		"WRITE_EMPTY", "RUN_STATUS", "FSYNC", "DUMP_GROWTH", "DUMP_LIMIT", "AGE",
 		"QUIET", "LOG",
-		"PEAK_EXACT",
+		"PEAK_EXACT", "LABEL_SETS", "OTEL_IDS",
 	};
 	for (int k = 0; k < hp_nenv; k++) {
 		if (strncmp(hp_env[k], "HEAPPROF_", 9) != 0)
@@ -275,6 +279,18 @@ heapprof__read_env(hp_config *c)
 			c->peak_exact = v[0] == '1';
 		else
 			warn_env("HEAPPROF_PEAK_EXACT", v, "is not 0 or 1", "0");
+	}
+	if ((v = secure_getenv("HEAPPROF_LABEL_SETS")) && *v) {
+		if (heapprof__parse_size(v, &n) == 0 && n >= 1 && n <= 65536)
+			c->label_cap = n;
+		else
+			warn_env("HEAPPROF_LABEL_SETS", v, "is not in 1..65536", "1024");
+	}
+	if ((v = secure_getenv("HEAPPROF_OTEL_IDS")) && *v) {
+		if (!strcmp(v, "0") || !strcmp(v, "1"))
+			c->otel_ids = v[0] == '1';
+		else
+			warn_env("HEAPPROF_OTEL_IDS", v, "is not 0 or 1", "0");
 	}
 	if ((v = secure_getenv("HEAPPROF_FSYNC")) && *v) {
 		if (!strcmp(v, "0") || !strcmp(v, "1"))

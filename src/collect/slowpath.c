@@ -36,6 +36,14 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "labels.h"
+#include "probes.h"
+
+/* The USDT semaphores of probes.h: nonzero while a tracer is attached. */
+HP_HIDDEN volatile unsigned short otel_memory_alloc_semaphore
+	__attribute__((section(".probes"))) = 0;
+HP_HIDDEN volatile unsigned short otel_memory_free_semaphore
+	__attribute__((section(".probes"))) = 0;
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22 /* Linux 5.14; older kernels say EINVAL */
@@ -109,14 +117,16 @@ sample_decide(hp_tls *t, size_t n)
 }
 
 /* The bucket of the program's stack here for a sample of `size` bytes
- * taken at `rate`, or NULL (profiler memory exhausted). */
+ * taken at `rate`, under the thread's label set now (labels.c), or NULL
+ * (profiler memory exhausted). */
 static hp_bucket *
 bucket_here(hp_tls *t, uintptr_t ra, int extra, size_t size, int64_t rate)
 {
 	uint64_t stack[HP_MAX_DEPTH + 1];
 	int d = heapprof__stack_capture(t, ra, stack, heapprof__cfg.depth + extra);
 	return heapprof__bucket_get(stack + (d > extra ? extra : 0),
-	                            d > extra ? d - extra : d, size, rate);
+	                            d > extra ? d - extra : d, size, rate,
+	                            heapprof__labels_sample());
 }
 
 /* A sample of `size` bytes at o, recorded in bucket b. Its half (peak.c)
@@ -135,6 +145,10 @@ record_alloc(hp_obj *o, hp_bucket *b, size_t size)
 	if (step)
 		heapprof__exact_add(&heapprof__tls, step, hp_chunk_of(size));
 	o->age_slot = heapprof__age_track(b);
+	if (HP_PROBE_ALLOC_ON()) {
+		void *user = (char *)o + sizeof(*o);
+		HP_PROBE_ALLOC(user, size, heapprof__sampler_weight(size, b->rate));
+	}
 }
 
 /* A sample of `size` bytes in bucket b, in half `half`, with age slot
@@ -246,6 +260,8 @@ sampled_resize(hp_tls *t, int64_t rate, hp_obj *o, size_t n, uintptr_t ra,
 	uint32_t oslot = o->age_slot, ohalf = o->half;
 	void *p = b ? heapprof__range_resize(o, n) : NULL;
 	if (p) {
+		if (HP_PROBE_FREE_ON())
+			HP_PROBE_FREE((char *)o + sizeof(*o));
 		record_free(ob, osize, ohalf, oslot);
 		heapprof__range_obj(p)->size = n;
 		heapprof__range_obj(p)->aligned = 0;
@@ -295,6 +311,8 @@ heapprof__slow_free(void *p)
 		return;
 	}
 	int saved = errno;
+	if (HP_PROBE_FREE_ON())
+		HP_PROBE_FREE(p);
 	record_free(o->bucket, o->size, o->half, o->age_slot);
 	heapprof__range_free(o);
 	errno = saved;

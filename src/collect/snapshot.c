@@ -25,6 +25,7 @@
 #include "dwarf_sym.h"
 #include "elffile.h"
 #include "heap_encode.h"
+#include "labels.h"
 #include "loaded_ids.h"
 #include "maps.h"
 #include "sort_u64.h"
@@ -272,12 +273,19 @@ heapprof__baseline_free(hp_baseline *b)
  * count from zero). */
 static int
 collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
-                hp_baseline *next, heapprof_peak **peaks_out)
+                hp_baseline *next, heapprof_peak **peaks_out,
+                heapprof_record_labels **labels_out)
 {
 	uint64_t cap = heapprof__bucket_count();
 	heapprof_record *recs = calloc(cap + 1, sizeof(*recs));
-	if (!recs)
+	/* Each record's label set (labels.c), NULL if no record has one. */
+	heapprof_record_labels *lab = calloc(cap + 1, sizeof(*lab));
+	int labelled = 0;
+	if (!recs || !lab) {
+		free(recs);
+		free(lab);
 		return -ENOMEM;
+	}
 	if (next && baseline_alloc(next, cap) != 0) {
 		free(recs);
 		return -ENOMEM;
@@ -293,6 +301,7 @@ collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
 			free(peaks);
 			free(pk);
 			free(recs);
+			free(lab);
 			if (next)
 				heapprof__baseline_free(next);
 			return -ENOMEM;
@@ -338,6 +347,8 @@ collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
 		r->depth = b->depth;
 		r->object_size = (int64_t)b->size;
 		r->rate = b->rate; /* its own, not today's: see bucket.c */
+		heapprof__labels_view(b->labels, &lab[n]);
+		labelled |= b->labels != NULL;
 		if (peaks) {
 			peaks[n].objects = pk[b->id];
 			peaks[n].bytes = pk[b->id] * (int64_t)b->size;
@@ -349,6 +360,9 @@ collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
 		heapprof_record t = recs[i];
 		recs[i] = recs[n - 1 - i];
 		recs[n - 1 - i] = t;
+		heapprof_record_labels l = lab[i];
+		lab[i] = lab[n - 1 - i];
+		lab[n - 1 - i] = l;
 		if (peaks) {
 			heapprof_peak q = peaks[i];
 			peaks[i] = peaks[n - 1 - i];
@@ -359,6 +373,11 @@ collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
 	*out = recs;
 	*nout = n;
 	*peaks_out = peaks;
+	if (!labelled) {
+		free(lab);
+		lab = NULL;
+	}
+	*labels_out = lab;
 	return 0;
 }
 
@@ -382,8 +401,9 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	hp_baseline next;
 	memset(&next, 0, sizeof(next));
 	heapprof_peak *peaks = NULL;
+	heapprof_record_labels *lab = NULL;
 	HP_TRY(collect_records(o, &recs, &n, o->next_base ? &next : NULL,
-	                       &peaks));
+	                       &peaks, &lab));
 	next.time_nanos = now;
 
 	heapprof_maps maps;
@@ -395,6 +415,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	if (rc != 0) {
 		free(recs);
 		free(peaks);
+		free(lab);
 		heapprof__maps_free(&maps);
 		heapprof__baseline_free(&next);
 		return rc;
@@ -426,7 +447,18 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	char c4[300];
 	heapprof__memory_comment(c4, sizeof(c4));
 	/* The first comment names the build ("heapprof 0.1 (commit ...)"). */
-	const char *comments[5] = {heapprof__version_string(), c1, c2, c3, c4};
+	/* Label sets (labels.c), once there is one: how many, the cap, and
+	 * how often the cap refused one (those samples are under
+	 * heapprof_labels=overflow). */
+	char c5[200];
+	uint64_t lsets, lcap, lrefused;
+	heapprof__labels_stats(&lsets, &lcap, &lrefused);
+	snprintf(c5, sizeof(c5),
+	         "heapprof: label sets=%llu cap=%llu overflow=%llu "
+	         "(past the cap: heapprof_labels=overflow)",
+	         (unsigned long long)lsets, (unsigned long long)lcap,
+	         (unsigned long long)lrefused);
+	const char *comments[6] = {heapprof__version_string(), c1, c2, c3, c4, c5};
 
 	heapprof_heap_profile p;
 	memset(&p, 0, sizeof(p));
@@ -486,7 +518,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 		}
 	}
 	p.comments = comments;
-	p.ncomments = 5;
+	p.ncomments = lsets || lrefused ? 6 : 5;
 	unsigned flags = HEAPPROF_ENCODE_GZIP;
 	if (o->kind != HP_SNAP_FULL)
 		flags |= HEAPPROF_ENCODE_DROP_ZERO;
@@ -495,6 +527,10 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	if (peaks) {
 		flags |= HEAPPROF_ENCODE_PEAK;
 		p.peaks = peaks;
+	}
+	if (lab) {
+		flags |= HEAPPROF_ENCODE_LABELS;
+		p.labels = lab;
 	}
 	/* In-use values by age (age.c), read after the counters. */
 	heapprof__age_split ages;
@@ -511,6 +547,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	heapprof__maps_free(&maps);
 	free(recs);
 	free(peaks);
+	free(lab);
 	if (rc == 0 && o->next_base) {
 		heapprof__baseline_free(o->next_base);
 		*o->next_base = next;

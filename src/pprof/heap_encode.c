@@ -3,7 +3,8 @@
  * the shape of Go's runtime/pprof heap profile: period space/bytes, the four
  * sample types alloc_objects, alloc_space, inuse_objects, inuse_space, values
  * unsampled by scaleHeapSample, one numeric "bytes" label per sample (the
- * average object size), locations deduplicated by address, one mapping per
+ * average object size) and, with HEAPPROF_ENCODE_LABELS, each record's
+ * string labels (label sets, issue 33), locations deduplicated by address, one mapping per
  * executable segment, function names from a caller-supplied symbolizer,
  * or, with symbolize_frames, one Line per source frame (inlined callees
  * first; functions keyed on name, system name, file and start line) and
@@ -97,6 +98,10 @@ typedef struct enc {
 	uint32_t s_age, s_seconds;       /* their strings, once interned */
 	int64_t *age_vals;               /* scratch: 2 per part */
 	size_t age_vals_cap;
+	/* The string ids of the record being written's labels
+	 * (HEAPPROF_ENCODE_LABELS): key, value, ... */
+	uint32_t *lab_ids;
+	size_t nlab, lab_cap;
 } enc;
 
 /* What a mapping's locations got from the symbolizers. A mapping that got
@@ -420,6 +425,12 @@ write_sample(enc *e, size_t depth, const int64_t *v, size_t nv,
 		heapprof__pb_varint_field(&e->w, 4, e->s_seconds);
 		heapprof__pb_end(&e->w);
 	}
+	for (size_t i = 0; i < e->nlab; i++) {
+		heapprof__pb_begin(&e->w, 3); /* Label{key, str} */
+		heapprof__pb_varint_field(&e->w, 1, e->lab_ids[2 * i]);
+		heapprof__pb_varint_field(&e->w, 2, e->lab_ids[2 * i + 1]);
+		heapprof__pb_end(&e->w);
+	}
 	heapprof__pb_end(&e->w);
 }
 
@@ -458,6 +469,34 @@ age_samples(enc *e, size_t i, const heapprof_record *r, int64_t rate,
 	}
 	*io = ro;
 	*is = rb;
+	return 0;
+}
+
+/* Record i's string labels interned into e->lab_ids (none without
+ * HEAPPROF_ENCODE_LABELS). Pairs with an empty key are left out. */
+static int
+record_labels(enc *e, size_t i)
+{
+	e->nlab = 0;
+	if (!(e->flags & HEAPPROF_ENCODE_LABELS) || !e->p->labels)
+		return 0;
+	const heapprof_record_labels *l = &e->p->labels[i];
+	if (2 * l->n > e->lab_cap) {
+		uint32_t *g = realloc(e->lab_ids, 2 * l->n * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		e->lab_ids = g;
+		e->lab_cap = 2 * l->n;
+	}
+	for (size_t j = 0; j < l->n; j++) {
+		const heapprof_label *x = &l->labels[j];
+		if (!x->key || !*x->key)
+			continue;
+		HP_TRY(intern(e, x->key, &e->lab_ids[2 * e->nlab]));
+		HP_TRY(intern(e, x->value ? x->value : "",
+		              &e->lab_ids[2 * e->nlab + 1]));
+		e->nlab++;
+	}
 	return 0;
 }
 
@@ -518,6 +557,7 @@ encode_body(enc *e)
 		size_t skip = alloc_frames(e, r), depth = r->depth - skip;
 		for (size_t d = 0; d < depth; d++)
 			HP_TRY(location_id(e, r->stack[skip + d], &e->loc_buf[d]));
+		HP_TRY(record_labels(e, i));
 		int64_t block = r->object_size ? r->object_size
 		                : r->alloc_objects > 0 ? r->alloc_bytes / r->alloc_objects
 		                                       : 0;
@@ -626,6 +666,7 @@ encode_to(const heapprof_heap_profile *p, unsigned flags,
 	free(e.loc_buf);
 	free(e.map_flags);
 	free(e.age_vals);
+	free(e.lab_ids);
 	heapprof__fntab_free(&e.fns);
 	return rc;
 }

@@ -300,14 +300,24 @@ TEST(buckets_by_stack_and_size)
 {
 	REQUIRE_OK(heapprof__bucket_init());
 	uint64_t s1[3] = {1, 2, 3}, s2[3] = {1, 2, 4};
-	hp_bucket *a = heapprof__bucket_get(s1, 3, 100, 524288);
-	hp_bucket *b = heapprof__bucket_get(s1, 3, 100, 524288);
-	hp_bucket *c = heapprof__bucket_get(s1, 3, 200, 524288);
-	hp_bucket *d = heapprof__bucket_get(s2, 3, 100, 524288);
-	hp_bucket *e = heapprof__bucket_get(s1, 2, 100, 524288);
+	hp_bucket *a = heapprof__bucket_get(s1, 3, 100, 524288, NULL);
+	hp_bucket *b = heapprof__bucket_get(s1, 3, 100, 524288, NULL);
+	hp_bucket *c = heapprof__bucket_get(s1, 3, 200, 524288, NULL);
+	hp_bucket *d = heapprof__bucket_get(s2, 3, 100, 524288, NULL);
+	hp_bucket *e = heapprof__bucket_get(s1, 2, 100, 524288, NULL);
 	REQUIRE(a && c && d && e);
 	CHECK(a == b);
 	CHECK(a != c && a != d && a != e && c != d);
+	/* A label set is part of the key (issue 33): same stack, size and
+	 * rate under two sets, two buckets; the same set again, the same. */
+	static const char ls1[16] = "a", ls2[16] = "b";
+	const struct heapprof_labels *l1 = (const void *)ls1, *l2 = (const void *)ls2;
+	hp_bucket *f = heapprof__bucket_get(s1, 3, 100, 524288, l1);
+	hp_bucket *g = heapprof__bucket_get(s1, 3, 100, 524288, l2);
+	REQUIRE(f && g);
+	CHECK(f != a && g != a && f != g);
+	CHECK(heapprof__bucket_get(s1, 3, 100, 524288, l1) == f);
+	CHECK(f->labels == l1 && a->labels == NULL);
 	CHECK_EQ(a->depth, 3);
 	CHECK_EQ(a->stack[2], 3);
 	uint64_t before = heapprof__bucket_count();
@@ -316,14 +326,14 @@ TEST(buckets_by_stack_and_size)
 	for (int i = 0; i < 70000; i++) {
 		for (int k = 0; k < 16; k++)
 			st[k] = ((uint64_t)i << 8) | (uint64_t)k;
-		hp_bucket *x = heapprof__bucket_get(st, 16, 64, 524288);
+		hp_bucket *x = heapprof__bucket_get(st, 16, 64, 524288, NULL);
 		REQUIRE(x);
 		atomic_fetch_add(&x->alloc_objects, 1);
 	}
 	for (int i = 0; i < 70000; i += 7) {
 		for (int k = 0; k < 16; k++)
 			st[k] = ((uint64_t)i << 8) | (uint64_t)k;
-		hp_bucket *x = heapprof__bucket_get(st, 16, 64, 524288);
+		hp_bucket *x = heapprof__bucket_get(st, 16, 64, 524288, NULL);
 		REQUIRE(x);
 		CHECK_EQ(atomic_load(&x->alloc_objects), 1);
 	}
@@ -393,13 +403,13 @@ TEST(buckets_keyed_by_rate)
 {
 	REQUIRE_OK(heapprof__bucket_init());
 	uint64_t s1[3] = {9, 8, 7};
-	hp_bucket *a = heapprof__bucket_get(s1, 3, 100, 4096);
-	hp_bucket *b = heapprof__bucket_get(s1, 3, 100, 524288);
+	hp_bucket *a = heapprof__bucket_get(s1, 3, 100, 4096, NULL);
+	hp_bucket *b = heapprof__bucket_get(s1, 3, 100, 524288, NULL);
 	REQUIRE(a && b);
 	CHECK(a != b);
 	CHECK_EQ(a->rate, 4096);
 	CHECK_EQ(b->rate, 524288);
-	CHECK(heapprof__bucket_get(s1, 3, 100, 4096) == a);
+	CHECK(heapprof__bucket_get(s1, 3, 100, 4096, NULL) == a);
 }
 
 /* Readers of the bucket table while it grows (bucket.c replaces it by a
@@ -419,7 +429,7 @@ grow_reader(void *arg)
 		x = x * 1103515245u + 12345u;
 		int i = (int)(x >> 8) % 64; /* the first 64, made before */
 		uint64_t st[2] = {0x5000 + (uint64_t)i, 77};
-		if (heapprof__bucket_get(st, 2, 48, 4096) != grow_made[i])
+		if (heapprof__bucket_get(st, 2, 48, 4096, NULL) != grow_made[i])
 			atomic_fetch_add(&grow_bad, 1);
 	}
 	return NULL;
@@ -434,7 +444,7 @@ TEST(buckets_table_grows)
 	REQUIRE(grow_made);
 	for (int i = 0; i < 64; i++) {
 		uint64_t st[2] = {0x5000 + (uint64_t)i, 77};
-		grow_made[i] = heapprof__bucket_get(st, 2, 48, 4096);
+		grow_made[i] = heapprof__bucket_get(st, 2, 48, 4096, NULL);
 		REQUIRE(grow_made[i]);
 	}
 	pthread_t th[2];
@@ -442,7 +452,7 @@ TEST(buckets_table_grows)
 		REQUIRE(pthread_create(&th[k], NULL, grow_reader, NULL) == 0);
 	for (int i = 64; i < GROW_N; i++) {
 		uint64_t st[2] = {0x5000 + (uint64_t)i, 77};
-		grow_made[i] = heapprof__bucket_get(st, 2, 48, 4096);
+		grow_made[i] = heapprof__bucket_get(st, 2, 48, 4096, NULL);
 		REQUIRE(grow_made[i]);
 	}
 	atomic_store(&grow_done, 1);
@@ -453,7 +463,7 @@ TEST(buckets_table_grows)
 	int wrong = 0;
 	for (int i = 0; i < GROW_N; i++) {
 		uint64_t st[2] = {0x5000 + (uint64_t)i, 77};
-		hp_bucket *b = heapprof__bucket_get(st, 2, 48, 4096);
+		hp_bucket *b = heapprof__bucket_get(st, 2, 48, 4096, NULL);
 		wrong += b != grow_made[i] || b->stack[0] != st[0];
 		for (int j = 0; j < 3 && i >= j + 1; j++)
 			wrong += grow_made[i] == grow_made[i - j - 1];

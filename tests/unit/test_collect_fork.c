@@ -45,7 +45,7 @@ inserter(void *arg)
 	for (long i = 0; i < PER_THREAD && !atomic_load(&stop); i++) {
 		key(k, i, st);
 		/* NULL while a fork is being prepared: try again. */
-		while (!heapprof__bucket_get(st, DEPTH, 64, 4096))
+		while (!heapprof__bucket_get(st, DEPTH, 64, 4096, NULL))
 			if (atomic_load(&stop))
 				return NULL;
 		atomic_store(&done[k], i + 1);
@@ -77,7 +77,7 @@ child_check(void)
 		return 5; /* counted but not listed */
 	for (uint64_t i = lo; i < n; i++) {
 		hp_bucket *b = byid[i - lo];
-		if (heapprof__bucket_get(b->stack, DEPTH, 64, 4096) != b)
+		if (heapprof__bucket_get(b->stack, DEPTH, 64, 4096, NULL) != b)
 			return 6; /* listed, not in its hash chain */
 	}
 	/* The last inserts each thread finished, and the one it was making:
@@ -88,7 +88,7 @@ child_check(void)
 		for (long i = d > 64 ? d - 64 : 0; i <= d; i++) {
 			key(k, i, st);
 			uint64_t before = heapprof__bucket_count();
-			hp_bucket *b = heapprof__bucket_get(st, DEPTH, 64, 4096);
+			hp_bucket *b = heapprof__bucket_get(st, DEPTH, 64, 4096, NULL);
 			if (!b)
 				return 7;
 			if (heapprof__bucket_count() != before) {
@@ -104,7 +104,7 @@ child_check(void)
 	/* The re-initialised lock works: a new bucket gets the next id. */
 	key(5, 0, st);
 	uint64_t m = heapprof__bucket_count();
-	hp_bucket *nb = heapprof__bucket_get(st, DEPTH, 64, 4096);
+	hp_bucket *nb = heapprof__bucket_get(st, DEPTH, 64, 4096, NULL);
 	if (!nb || nb->id != m || heapprof__bucket_count() != m + 1)
 		return 8;
 	return 0;
