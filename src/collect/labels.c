@@ -236,8 +236,20 @@ heapprof__labels_stats(uint64_t *sets, uint64_t *cap, uint64_t *nrefused)
 	*nrefused = atomic_load_explicit(&refused, memory_order_relaxed);
 }
 
+/* The API's own calls go to these (an exported name called from inside
+ * the library is a symbol the loader looks up in every process). */
+static int labels_make(const char *const *kv, size_t n,
+                       const heapprof_labels **out);
+static const heapprof_labels *labels_use(const heapprof_labels *set);
+
 HP_EXPORT int
 heapprof_labels_make(const char *const *kv, size_t n, const heapprof_labels **out)
+{
+	return labels_make(kv, n, out);
+}
+
+static int
+labels_make(const char *const *kv, size_t n, const heapprof_labels **out)
 {
 	if (!out)
 		return -EINVAL;
@@ -257,6 +269,12 @@ heapprof_labels_make(const char *const *kv, size_t n, const heapprof_labels **ou
 HP_EXPORT const heapprof_labels *
 heapprof_labels_use(const heapprof_labels *set)
 {
+	return labels_use(set);
+}
+
+static const heapprof_labels *
+labels_use(const heapprof_labels *set)
+{
 	const heapprof_labels *old = heapprof__labels_cur;
 	heapprof__labels_cur = set;
 	return old;
@@ -266,10 +284,10 @@ HP_EXPORT int
 heapprof_labels_set(const char *const *kv, size_t n, const heapprof_labels **saved)
 {
 	const heapprof_labels *s;
-	int rc = heapprof_labels_make(kv, n, &s);
+	int rc = labels_make(kv, n, &s);
 	if (rc < 0)
 		return rc;
-	const heapprof_labels *old = heapprof_labels_use(s);
+	const heapprof_labels *old = labels_use(s);
 	if (saved)
 		*saved = old;
 	return rc;
@@ -278,7 +296,7 @@ heapprof_labels_set(const char *const *kv, size_t n, const heapprof_labels **sav
 HP_EXPORT void
 heapprof_labels_restore(const heapprof_labels *saved)
 {
-	(void)heapprof_labels_use(saved);
+	(void)labels_use(saved);
 }
 
 /* Sampled path: the thread's own set, else its OpenTelemetry context's. */

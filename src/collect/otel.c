@@ -79,9 +79,12 @@ from_record(const uint8_t *rec)
 		if (p + 2 > (size_t)HDR + size)
 			return NULL;
 		uint8_t key = b[p], len = b[p + 1];
-		if (p + 2 + len > (size_t)HDR + size || n == MAX_ATTRS ||
-		    memchr(b + p + 2, 0, len))
+		if (p + 2 + len > (size_t)HDR + size || n == MAX_ATTRS)
 			return NULL;
+		for (size_t i = 0; i < len; i++) /* (no memchr: a symbol
+		                                  * bound in every process) */
+			if (!b[p + 2 + i])
+				return NULL;
 		kv[2 * n] = text + at;
 		memcpy(text + at, "otel.attr.", 10); /* no snprintf: ~1,500 */
 		at += 10;                            /* instructions a sample */
