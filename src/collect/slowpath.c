@@ -86,6 +86,7 @@ record_alloc(hp_obj *o, hp_bucket *b, size_t size)
 	hp_fork_dirty();
 	heapprof__peak_alloc(b);
 	o->age_slot = heapprof__age_track(b);
+	heapprof__attach_poll(); /* objects dlopen'd since an attach */
 }
 
 /* A sample of `size` bytes in bucket b, with age slot `slot`, freed. */

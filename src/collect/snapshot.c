@@ -425,7 +425,9 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	char c4[300];
 	heapprof__memory_comment(c4, sizeof(c4));
 	/* The first comment names the build ("heapprof 0.1 (commit ...)"). */
-	const char *comments[5] = {heapprof__version_string(), c1, c2, c3, c4};
+	char c5[300]; /* heapprof attach's window, or "" */
+	heapprof__attach_comment(c5, sizeof(c5));
+	const char *comments[6] = {heapprof__version_string(), c1, c2, c3, c4, c5};
 
 	heapprof_heap_profile p;
 	memset(&p, 0, sizeof(p));
@@ -485,7 +487,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 		}
 	}
 	p.comments = comments;
-	p.ncomments = 5;
+	p.ncomments = c5[0] ? 6 : 5;
 	unsigned flags = HEAPPROF_ENCODE_GZIP;
 	if (o->kind != HP_SNAP_FULL)
 		flags |= HEAPPROF_ENCODE_DROP_ZERO;
