@@ -224,6 +224,9 @@ pt_call(pt_thread *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t a2,
 				*ret = now.rax;
 				return 0;
 			}
+			if (getenv("HEAPPROF_ATTACH_DEBUG"))
+				fprintf(stderr, "heapprof: attach: fault at rip %#llx rsp %#llx\n",
+				        (unsigned long long)now.rip, (unsigned long long)now.rsp);
 			return -EFAULT; /* a crash in the call: left stopped */
 		}
 		sig = s; /* the program's signal: delivered as usual */
@@ -288,8 +291,9 @@ find_cb(uint64_t lo, uint64_t hi, uint64_t off, const char *perms,
         const char *path, void *arg)
 {
 	(void)hi;
-	(void)perms;
 	struct find_arg *a = arg;
+	if (perms[2] != 'x')
+		return 0; /* the loader's mappings, not a file a dump reads */
 	const char *base = strrchr(path, '/');
 	if (!strstr(base ? base : path, a->needle))
 		return 0;
@@ -334,7 +338,7 @@ pt_unsafe_ranges(pid_t pid, pt_unsafe *u)
 /* The value of dynamic symbol `name` in the ELF file at `file`, and the
  * vaddr of its first PT_LOAD; 0 if absent. */
 static uint64_t
-elf_dynsym(const char *file, const char *name, uint64_t *first_vaddr)
+elf_dynsym(const char *file, const char *name, uint64_t *x_off, uint64_t *x_vaddr)
 {
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -356,10 +360,11 @@ elf_dynsym(const char *file, const char *name, uint64_t *first_vaddr)
 	    eh->e_phoff + (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > sz)
 		goto out;
 	const Elf64_Phdr *ph = (const void *)(m + eh->e_phoff);
-	*first_vaddr = 0;
+	*x_off = *x_vaddr = 0;
 	for (int i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD) {
-			*first_vaddr = ph[i].p_vaddr & ~(uint64_t)0xfff;
+		if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X)) {
+			*x_off = ph[i].p_offset;
+			*x_vaddr = ph[i].p_vaddr;
 			break;
 		}
 	const Elf64_Shdr *sh = (const void *)(m + eh->e_shoff);
@@ -390,7 +395,7 @@ out:
 
 struct sym_arg {
 	const char *path;
-	uint64_t base;
+	uint64_t lo, off;
 	int found;
 };
 
@@ -399,11 +404,13 @@ sym_cb(uint64_t lo, uint64_t hi, uint64_t off, const char *perms,
        const char *path, void *arg)
 {
 	(void)hi;
-	(void)perms;
 	struct sym_arg *a = arg;
-	if (strcmp(path, a->path) != 0)
+	/* the loader's executable mapping: the file may be mapped whole too
+	 * (a dump's symbolization reads it), at another address */
+	if (strcmp(path, a->path) != 0 || perms[2] != 'x')
 		return 0;
-	a->base = lo - off; /* the file's start in memory */
+	a->lo = lo;
+	a->off = off;
 	a->found = 1;
 	return 1;
 }
@@ -411,16 +418,18 @@ sym_cb(uint64_t lo, uint64_t hi, uint64_t off, const char *perms,
 uint64_t
 pt_symbol(pid_t pid, const char *path, const char *name)
 {
-	struct sym_arg a = {path, 0, 0};
+	struct sym_arg a = {path, 0, 0, 0};
 	each_map(pid, sym_cb, &a);
 	if (!a.found)
 		return 0;
 	/* the file as the target sees it (its mount namespace) */
 	char file[4096 + 64];
 	snprintf(file, sizeof(file), "/proc/%d/root%s", (int)pid, path);
-	uint64_t first = 0;
-	uint64_t v = elf_dynsym(file, name, &first);
+	uint64_t xoff = 0, xvaddr = 0;
+	uint64_t v = elf_dynsym(file, name, &xoff, &xvaddr);
 	if (!v)
-		v = elf_dynsym(path, name, &first);
-	return v ? a.base - first + v : 0;
+		v = elf_dynsym(path, name, &xoff, &xvaddr);
+	/* the mapping starts at file offset a.off, in the executable
+	 * segment: vaddr xvaddr + (a.off - xoff) */
+	return v ? a.lo + v - (xvaddr + a.off - xoff) : 0;
 }

@@ -15,19 +15,20 @@ FAILED=0
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1"; [ -n "$2" ] && echo "  $1: $2" >&2; FAILED=1; }
 skip() { echo "SKIP $1: $2"; }
-CYCLES=10
+CYCLES=${ATTACH_CYCLES:-10}
 [ "${REL_TIER:-fast}" = stress ] && CYCLES=100
 T=$(mktemp -d)
 TPID=
 cleanup() { [ -n "$TPID" ] && kill -9 "$TPID" 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
+[ -n "${ATTACH_KEEP:-}" ] && trap - EXIT && echo "kept $T" >&2
 cd "$T" || exit 2
 cc -O2 -g -o target "$REPO/tests/cli/attach_target.c" -lpthread || { fail attach.build; exit 1; }
 
 # waitfor FILE PATTERN [COUNT]: until FILE has COUNT lines matching (20 s)
 waitfor() {
 	_n=0
-	while [ "$(grep -c "$2" "$1" 2>/dev/null)" -lt "${3:-1}" ]; do
+	while _c=$(grep -c "$2" "$1" 2>/dev/null); [ "${_c:-0}" -lt "${3:-1}" ]; do
 		_n=$((_n + 1))
 		[ $_n -gt 2000 ] && return 1
 		sleep 0.01
@@ -89,18 +90,32 @@ cycles() { # NAME ATTACH(0/1) CMD...
 	_bad=0 _i=0
 	while [ $_i -lt $CYCLES ]; do
 		if [ "$_att" = 1 ]; then
-			"$HEAPPROF" attach -d 0 -r 4096 -o "$T/$_nm.$_i.pb.gz" "$TPID" 2>>"$_nm.attach" || _bad=$((_bad + 1))
+			# attached while the program works; detached with some of
+			# its sampled blocks still in use
+			"$HEAPPROF" attach -r 4096 -o "$T/$_nm.$_i.pb.gz" "$TPID" 2>>"$_nm.attach" &
+			_ap=$!
+			waitfor "$_nm.attach" 'attached to' $((_i + 1)) || _bad=$((_bad + 1))
 		fi
 		cycle_cmds | while read -r c; do send "$_nm" "$c" || exit 1; done || _bad=$((_bad + 1))
 		OKS=$(grep -c '^ok' "$_nm.out")
+		if [ "$_att" = 1 ]; then
+			kill -INT $_ap; wait $_ap || _bad=$((_bad + 1))
+		fi
 		_i=$((_i + 1))
 	done
 	finish || _bad=$((_bad + 1))
 	return $_bad
 }
+# sampled NAME: every cycle's profile has samples
+sampled() {
+	for _f in "$T/$1".*.pb.gz; do
+		go tool pprof -comments "$_f" 2>/dev/null | grep -q 'buckets=[1-9]' || return 1
+	done
+}
 cycles plain 0 ./target; prc=$?
 cycles att 1 ./target; arc=$?
-if [ $prc -eq 0 ] && [ $arc -eq 0 ] && cmp -s plain.out att.out && [ ! -s att.err ]
+if [ $prc -eq 0 ] && [ $arc -eq 0 ] && cmp -s plain.out att.out && [ ! -s att.err ] &&
+   [ "$(grep -c 'detached from' att.attach)" -eq $CYCLES ] && sampled att
 then pass attach.cycles_c
 else fail attach.cycles_c "failures $prc/$arc; $(diff plain.out att.out | head -3); $(head -3 att.err att.attach)"; fi
 
@@ -109,7 +124,7 @@ if [ -e $JE ]; then
 	cycles jplain 0 env LD_PRELOAD=$JE ./target; prc=$?
 	cycles jatt 1 env LD_PRELOAD=$JE ./target; arc=$?
 	if [ $prc -eq 0 ] && [ $arc -eq 0 ] && cmp -s jplain.out jatt.out && [ ! -s jatt.err ] &&
-	   [ "$(grep -c 'detached from' jatt.attach)" -eq $CYCLES ]
+	   [ "$(grep -c 'detached from' jatt.attach)" -eq $CYCLES ] && sampled jatt
 	then pass attach.cycles_jemalloc
 	else fail attach.cycles_jemalloc "failures $prc/$arc; $(diff jplain.out jatt.out | head -3); $(head -3 jatt.err jatt.attach)"; fi
 else
@@ -139,7 +154,7 @@ PY
 cycles pyplain 0 python3 py.py; prc=$?
 cycles pyatt 1 python3 py.py; arc=$?
 if [ $prc -eq 0 ] && [ $arc -eq 0 ] && cmp -s pyplain.out pyatt.out && [ ! -s pyatt.err ] &&
-   [ "$(grep -c 'detached from' pyatt.attach)" -eq $CYCLES ]
+   [ "$(grep -c 'detached from' pyatt.attach)" -eq $CYCLES ] && sampled pyatt
 then pass attach.cycles_python3
 else fail attach.cycles_python3 "failures $prc/$arc; $(diff pyplain.out pyatt.out | head -3); $(head -3 pyatt.err pyatt.attach)"; fi
 
