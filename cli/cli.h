@@ -18,6 +18,10 @@ int cli_collapse(int argc, char **argv);
 int cli_flame(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 int cli_symbolize(int argc, char **argv);
+int cli_attach(int argc, char **argv);
+
+/* libheapprof.so as heapprof run finds it (cmd_run.c): 0 or -errno. */
+int cli_find_library(char *buf, size_t cap);
 
 /* Prints "heapprof: <fmt>" to stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -115,6 +115,13 @@ find_library(char *buf, size_t cap)
 	return -ENOENT;
 }
 
+/* For heapprof attach (cmd_attach.c): the same search. */
+int
+cli_find_library(char *buf, size_t cap)
+{
+	return find_library(buf, cap);
+}
+
 /* --http's address as the library will take it (src/serve/http.c): HOST:PORT
  * with a numeric address or localhost, loopback unless
  * HEAPPROF_HTTP_ALLOW_REMOTE=1. 0, or a message for the user. */

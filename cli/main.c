@@ -22,6 +22,7 @@ static const struct {
 	const char *help;
 } commands[] = {
 	{"run", cli_run, "run a program under the heap profiler"},
+	{"attach", cli_attach, "profile a running process (PID) for a while"},
 	{"top", cli_top, "print the top allocation sites of a profile"},
 	{"delta", cli_delta, "subtract the cumulative values of two profiles"},
 	{"merge", cli_merge, "merge profiles of the same type into one"},

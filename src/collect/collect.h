@@ -711,4 +711,23 @@ HP_HIDDEN void heapprof__ending_atfork_child(void) __attribute__((weak));
 /* A seccomp filter is going in: our handlers give SIG_DFL back. */
 HP_HIDDEN void heapprof__ending_sandbox(void) __attribute__((weak));
 
+/* -------------------------------------------------------------- attach.c */
+
+/* 1 while `heapprof attach` has the process routed and sampling. */
+extern HP_HIDDEN _Atomic int heapprof__attach_on;
+/* The constructor, loaded with dlopen and not the program's malloc: 1 if
+ * heapprof attach loaded us (cfg then made attach's), else 0. */
+int heapprof__attach_loading(hp_config *cfg);
+/* Routes the objects loaded since the last scan (a sample's path). */
+void heapprof__attach_rescan(void);
+HP_INLINE void
+heapprof__attach_poll(void)
+{
+	if (HP_UNLIKELY(atomic_load_explicit(&heapprof__attach_on,
+	                                     memory_order_relaxed)))
+		heapprof__attach_rescan();
+}
+/* The profile's comment on the attach, or "" (snapshot.c). */
+void heapprof__attach_comment(char *buf, size_t cap);
+
 #endif

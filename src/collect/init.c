@@ -259,7 +259,10 @@ heapprof_init(int argc, char **argv, char **envp)
 	heapprof__init_nanos = heapprof__now_nanos();
 	heapprof__read_env(&heapprof__cfg);
 	heapprof__read_cmdline(heapprof__cmdline, sizeof(heapprof__cmdline), argc, argv);
-	if (!heapprof__wanted(heapprof__cmdline)) {
+	if (heapprof__unreached && heapprof__attach_loading(&heapprof__cfg)) {
+		/* heapprof attach's remote dlopen (attach.c): nothing starts
+		 * until it calls heapprof_attach_start */
+	} else if (!heapprof__wanted(heapprof__cmdline)) {
 		/* Not this process: nothing sampled, nothing written. */
 		heapprof__cfg.rate = 0;
 		heapprof__cfg.at_exit = 0;

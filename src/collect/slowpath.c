@@ -149,6 +149,7 @@ record_alloc(hp_obj *o, hp_bucket *b, size_t size)
 		void *user = (char *)o + sizeof(*o);
 		HP_PROBE_ALLOC(user, size, heapprof__sampler_weight(size, b->rate));
 	}
+	heapprof__attach_poll(); /* objects dlopen'd since an attach */
 }
 
 /* A sample of `size` bytes in bucket b, in half `half`, with age slot

@@ -450,15 +450,17 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 	/* Label sets (labels.c), once there is one: how many, the cap, and
 	 * how often the cap refused one (those samples are under
 	 * heapprof_labels=overflow). */
-	char c5[200];
+	char c6[200];
 	uint64_t lsets, lcap, lrefused;
 	heapprof__labels_stats(&lsets, &lcap, &lrefused);
-	snprintf(c5, sizeof(c5),
+	snprintf(c6, sizeof(c6),
 	         "heapprof: label sets=%llu cap=%llu overflow=%llu "
 	         "(past the cap: heapprof_labels=overflow)",
 	         (unsigned long long)lsets, (unsigned long long)lcap,
 	         (unsigned long long)lrefused);
-	const char *comments[6] = {heapprof__version_string(), c1, c2, c3, c4, c5};
+	char c5[300]; /* heapprof attach's window, or "" */
+	heapprof__attach_comment(c5, sizeof(c5));
+	const char *comments[7] = {heapprof__version_string(), c1, c2, c3, c4, c5, c6};
 
 	heapprof_heap_profile p;
 	memset(&p, 0, sizeof(p));
@@ -518,7 +520,14 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 		}
 	}
 	p.comments = comments;
-	p.ncomments = lsets || lrefused ? 6 : 5;
+	/* Comments 5 and 6 when they say something: the attach window,
+	 * then the label sets. */
+	int nc = 5;
+	if (c5[0])
+		comments[nc++] = c5;
+	if (lsets || lrefused)
+		comments[nc++] = c6;
+	p.ncomments = (size_t)nc;
 	unsigned flags = HEAPPROF_ENCODE_GZIP;
 	if (o->kind != HP_SNAP_FULL)
 		flags |= HEAPPROF_ENCODE_DROP_ZERO;
