@@ -48,6 +48,8 @@ static int64_t growth_next = INT64_MAX; /* next growth dump at (lock) */
 static int limit_done;      /* the limit dump was requested (lock) */
 static int64_t growth;      /* --dump-growth bytes, 0 none (init) */
 static int64_t limit_at = INT64_MAX; /* --dump-limit threshold (init) */
+static int64_t rolling_next = INT64_MAX; /* --peak-file: next write at (lock;
+                                          * rolling.c arms it) */
 
 /* self_held is set before the lock is tried and cleared after it is
  * released, so that a signal handler interrupting this thread anywhere in
@@ -126,6 +128,11 @@ heapprof__peak_alloc(hp_bucket *b)
 		limit_done = 1;
 		request = 1;
 	}
+	if (HP_UNLIKELY(total >= rolling_next)) {
+		rolling_next = INT64_MAX; /* until the write re-arms it */
+		atomic_store_explicit(&heapprof__rolling_want, 1,
+		                      memory_order_relaxed);
+	}
 	give();
 	if (request && heapprof__hooks())
 		heapprof__delivery.request(); /* taken after this allocation */
@@ -165,6 +172,20 @@ heapprof__peak_read(int64_t *objs, uint32_t n, int reset)
 		epoch++;
 	}
 	give();
+}
+
+/* --peak-file (serve/rolling.c): the in-use estimate now; the next write
+ * is wanted when it reaches `next(now)`. */
+int64_t
+heapprof__peak_rolling_arm(int64_t (*next)(int64_t now))
+{
+	if (self_held)
+		return -1;
+	take();
+	int64_t now = total;
+	rolling_next = next(now);
+	give();
+	return now;
 }
 
 HP_RARE void
