@@ -5,8 +5,12 @@
 #   heapprof run --dump-limit 0.8 --dump-usage 0.8 --peak-file P
 # in a cgroup v1 memory group this script creates (a child of its own
 # group, MB_LIMIT), and is killed by the OOM killer: 4 kills in the fast
-# tier, 20 in the stress tier. heapprof finds the limit itself. In at
-# least 19 of 20 (all 4) kills:
+# tier, 20 in the stress tier. heapprof finds the limit itself. The runs
+# sample at 64 KiB, where every 1 MiB block is sampled (p = 1 - e^-16):
+# the estimate is then the truth, and rolling_within measures the file's
+# lag alone (at the default rate the estimate's own sampling error, which
+# `heapprof top --error` shows, comes on top). In at least 19 of 20 (all
+# 4) kills:
 #   rel.oom.v1.killed         the kill was the OOM killer's (memory.oom_control)
 #   rel.oom.v1.top_leak       a profile is on disk (written before the
 #                             kill: the process wrote nothing after it)
@@ -129,7 +133,7 @@ else
 			fail rel.oom.v1.setup "cannot make the group $i"
 			break
 		fi
-		timeout -k 5 300 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run --no-exit-dump \
+		timeout -k 5 300 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run --no-exit-dump -r 65536 \
 			--dump-limit 0.8 --dump-usage 0.8 --peak-file "$3/peak.pb.gz" -o "$3/lim.%n.pb.gz" \
 			-- "$4" "$5" 3' sh "$cg" "$HEAPPROF" "$d" "$LEAK" "$rate" \
 			3>"$d/progress" >"$d/out" 2>"$d/err"
@@ -155,7 +159,7 @@ fi
 i=0 runs=""
 NV=$(by_tier 2 5)
 while [ $i -lt "$NV" ]; do
-	set -- $RATES
+	set -- $(by_tier "100 1000" "$RATES")
 	k=$((i % $#))
 	shift $k
 	rate=$1
@@ -163,7 +167,7 @@ while [ $i -lt "$NV" ]; do
 	mkdir -p "$d"
 	(
 		ulimit -v 400000 2>/dev/null || exit 99
-		exec timeout -k 5 300 "$HEAPPROF" run --no-exit-dump --dump-limit 0.8 \
+		exec timeout -k 5 300 "$HEAPPROF" run --no-exit-dump -r 65536 --dump-limit 0.8 \
 			--peak-file "$d/peak.pb.gz" -o "$d/lim.%n.pb.gz" -- "$LEAK" "$rate" 3
 	) 3>"$d/progress" >"$d/out" 2>"$d/err"
 	rc=$?
@@ -205,7 +209,7 @@ else
 			set -- $RATES; k=$((i % $#)); shift $k; rate=$1
 			d=$TMPD/v2.$i.$rate
 			mkdir -p "$d"
-			timeout -k 5 300 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run --no-exit-dump \
+			timeout -k 5 300 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run --no-exit-dump -r 65536 \
 				--dump-limit 0.8 --dump-usage 0.8 --peak-file "$3/peak.pb.gz" -o "$3/lim.%n.pb.gz" \
 				-- "$4" "$5" 3' sh "$g" "$HEAPPROF" "$d" "$LEAK" "$rate" \
 				3>"$d/progress" >"$d/out" 2>"$d/err"
@@ -220,10 +224,12 @@ else
 fi
 
 # ------------------------------------------------------- PSI
-# Only --dump-pressure is on: any template file is its. The leak at
-# 20 MB/s into the group's limit makes the kernel reclaim (the program's
-# own file pages, then nothing: the OOM kill), time PSI counts as stalls;
-# 1 ms of them in a second fires the trigger.
+# Only --dump-pressure is on: any template file is its. In a group of
+# MB_LIMIT, rprog_leak holds 100 MiB and then reads a 64 MiB file (its
+# cache dropped) over and over: the kernel reclaims the group's page
+# cache all along, which PSI counts as memory stalls; 1 ms a second fires
+# the trigger. The program stops reading when the file appears (or after
+# 60 s).
 if [ ! -e /proc/pressure/memory ]; then
 	skip rel.oom.psi_dump "the kernel offers no PSI (/proc/pressure/memory absent: CONFIG_PSI off or psi=0)"
 elif [ ! -d "$V1ROOT" ] || ! cg=$(mk_v1 psi) || [ -z "$cg" ]; then
@@ -231,11 +237,21 @@ elif [ ! -d "$V1ROOT" ] || ! cg=$(mk_v1 psi) || [ -z "$cg" ]; then
 else
 	d=$TMPD/psi
 	mkdir -p "$d"
-	timeout -k 5 300 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run --no-exit-dump \
-		--dump-pressure 1 -o "$3/psi.%n.pb.gz" -- "$4" 20 3' sh "$cg" "$HEAPPROF" "$d" "$LEAK" \
-		3>"$d/progress" >"$d/out" 2>"$d/err"
+	dd if=/dev/zero of="$d/big" bs=1M count=64 conv=fsync 2>/dev/null
+	timeout -k 5 300 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run --no-exit-dump -r 65536 \
+		--dump-pressure 1 -o "$3/psi.%n.pb.gz" -- "$4" 200 3 100 "$3/big" "$3/stop"' \
+		sh "$cg" "$HEAPPROF" "$d" "$LEAK" 3>"$d/progress" >"$d/out" 2>"$d/err" &
+	hp=$!
+	i=0
+	while [ $i -lt 1500 ] && ! ls "$d"/psi.*.pb.gz >/dev/null 2>&1 && kill -0 $hp 2>/dev/null; do
+		sleep 0.02
+		i=$((i + 1))
+	done
+	touch "$d/stop"
+	wait $hp
 	rc=$?
 	rmdir "$cg" 2>/dev/null
+	rm -f "$d/big"
 	f=$(ls "$d"/psi.*.pb.gz 2>/dev/null | head -1)
 	if [ -n "$f" ] && [ "$(top_site "$f" | cut -d' ' -f1)" = site_leak_sessions ]; then
 		pass rel.oom.psi_dump
