@@ -124,7 +124,7 @@ typedef struct hp_config {
 	double dump_limit;      /* a file at this fraction of the memory limit */
 	char peak_file[4096];   /* --peak-file: rewritten as the peak grows */
 	double peak_step;       /* ... when the estimate passes it by this */
-	int peak_gap_ms;        /* ... at most one write per this many ms */
+	int peak_gap_ms;        /* ... and none within this many ms of one */
 	int dump_pressure_ms;   /* a file when PSI stalls exceed this per s */
 	double dump_usage;      /* a file when the group's usage reaches this
 	                         * fraction of its limit (serve/watch.c) */

@@ -47,8 +47,9 @@
  *                      fraction of it, read every 100 ms (watch.c)
  *   HEAPPROF_PEAK_FILE a file rewritten each time the in-use estimate
  *                      passes the last one written by HEAPPROF_PEAK_STEP
- *                      (a fraction, 0.1), at most one per HEAPPROF_PEAK_GAP
- *                      ms (10): on disk before an OOM kill (rolling.c)
+ *                      (a fraction, 0.1), none within 4 times the last
+ *                      write's time nor HEAPPROF_PEAK_GAP ms (0) of it: on
+ *                      disk before an OOM kill (rolling.c)
  *   HEAPPROF_DUMP_PRESSURE a file when memory stalls (PSI) exceed this
  *                      many ms in a second, at most one per 10 s (watch.c)
  *   HEAPPROF_CHILDREN  0: profile only the process `heapprof run` started
@@ -163,7 +164,7 @@ read_peak_env(hp_config *c)
 	const char *v;
 	int64_t n;
 	c->peak_step = 0.1;
-	c->peak_gap_ms = 10;
+	c->peak_gap_ms = 0;
 	if ((v = secure_getenv("HEAPPROF_PEAK_FILE")) && *v) {
 		if (strlen(v) < sizeof(c->peak_file))
 			strcpy(c->peak_file, v);
@@ -180,7 +181,7 @@ read_peak_env(hp_config *c)
 			c->peak_gap_ms = (int)n;
 		else
 			warn_env("HEAPPROF_PEAK_GAP", v, "is not a number of ms",
-			         "10");
+			         "0");
 	}
 	if ((v = secure_getenv("HEAPPROF_DUMP_USAGE")) && *v &&
 	    parse_frac(v, 1, &c->dump_usage) != 0)

@@ -101,10 +101,10 @@ int heapprof__serve_thread_due(void);
 void heapprof__serve_request(void);
 
 /* rolling.c: --peak-file. start: constructor time; due: the write is
- * wanted and the gap has passed (CLOCK_MONOTONIC_COARSE ms); run: with
- * dump_lock held, the write through write_path if due. */
+ * wanted and the gap after the last has passed; run: with dump_lock
+ * held, the write through write_path if due. */
 void heapprof__rolling_start(void);
-int heapprof__rolling_due(int64_t now_coarse);
+int heapprof__rolling_due(void);
 void heapprof__rolling_run(int (*write_path)(const char *path), long mainpid);
 /* watch.c: the watcher's thread (--dump-usage, --dump-pressure),
  * started only if one of them is on. */
