@@ -253,7 +253,8 @@ is_due(int64_t now)
 	return (atomic_load_explicit(&pending, memory_order_relaxed) &&
 	        now >= atomic_load_explicit(&quiet_until, memory_order_relaxed)) ||
 	       now >= atomic_load_explicit(&next_due, memory_order_relaxed) ||
-	       heapprof__rolling_due(); /* --peak-file (rolling.c) */
+	       (atomic_load_explicit(&heapprof__rolling_want, memory_order_relaxed) &&
+	        heapprof__rolling_due()); /* --peak-file (rolling.c) */
 }
 
 /* rolling.c's writer: one file at `path`, on the dump stack. */
