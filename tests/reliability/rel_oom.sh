@@ -20,6 +20,9 @@
 #                             "heap N" line, written after each block)
 #   rel.oom.v1.limit_found    --dump-limit's file was written (the limit
 #                             found by heapprof)
+#   rel.oom.v1.usage_dump     --dump-usage 0.5 alone: one file, when the
+#                             group's usage (read by the watcher) reached
+#                             half the limit
 # The same under `ulimit -v` (malloc fails, the program aborts):
 #   rel.oom.rlimit_as.{top_leak,rolling_within}
 # cgroup v2 (memory.max) where a v2 memory controller can be had, else
@@ -148,6 +151,30 @@ else
 		i=$((i + 1))
 	done
 	[ -z "$killed_bad" ] && pass rel.oom.v1.killed || fail rel.oom.v1.killed "not OOM kills:$killed_bad"
+	# --dump-usage alone: the watcher reads the group's own
+	# memory.usage_in_bytes against its limit, and writes one file when
+	# it reaches half of it: then the heap is below half (usage counts
+	# it and more) plus what 100 MB/s adds in the 100 ms between reads
+	# and the dump's start (150 ms: 15 MB), and above 0.35 (code, stacks
+	# and the profiler's own memory are a few MiB here, not 15% of it).
+	d=$TMPD/usage
+	mkdir -p "$d"
+	if cg=$(mk_v1 usage) && [ -n "$cg" ]; then
+		timeout -k 5 300 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run --no-exit-dump -r 65536 \
+			--dump-usage 0.5 -o "$3/use.%n.pb.gz" -- "$4" 100 3' sh "$cg" "$HEAPPROF" "$d" "$LEAK" \
+			3>"$d/progress" >"$d/out" 2>"$d/err"
+		rc=$?
+		rmdir "$cg" 2>/dev/null
+		set -- $(top_site "$d/use.0.pb.gz" 2>/dev/null)
+		if [ "$1" = site_leak_sessions ] && [ ! -f "$d/use.1.pb.gz" ] &&
+			awk -v v="${2:-0}" -v l=$((MB_LIMIT * MB)) 'BEGIN { exit !(v >= 0.35 * l && v <= 0.5 * l + 15e6) }'; then
+			pass rel.oom.v1.usage_dump
+		else
+			fail rel.oom.v1.usage_dump "status $rc, top '$1' inuse '$2' of limit $((MB_LIMIT * MB)), files: $(ls "$d" | tr '\n' ' '); $(head -c 300 "$d/err")"
+		fi
+	else
+		fail rel.oom.v1.usage_dump "cannot make its group"
+	fi
 	tally rel.oom.v1.top_leak top_leak $runs
 	tally rel.oom.v1.rolling_within rolling_within $runs
 	tally rel.oom.v1.limit_found limit_found $runs
