@@ -466,6 +466,12 @@ cli_run_child(char **argv, int exit_dump)
 	if (!exec_errno && tmpl && !(quiet && *quiet && strcmp(quiet, "0")))
 		report_empty(empty, stream ? 1 : report_files(tmpl, &since), tmpl,
 		             exit_dump && WIFEXITED(status));
+	/* --peak-file: its last version, named too (after an OOM kill, the
+	 * file to read). */
+	const char *pk = getenv("HEAPPROF_PEAK_FILE");
+	if (!exec_errno && pk && *pk && !(quiet && *quiet && strcmp(quiet, "0")) &&
+	    heapprof__out_stream(pk) == HP_OUT_FILE)
+		report_files(pk, &since);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	/* Die of the program's signal, as a shell expects (no core of ours). */
