@@ -23,6 +23,8 @@
 #   rel.oom.v1.usage_dump     --dump-usage 0.5 alone: one file, when the
 #                             group's usage (read by the watcher) reached
 #                             half the limit
+#   rel.oom.v1.limit_watched  the same when the limit is lowered while
+#                             the program runs (the watcher re-reads it)
 # The same under `ulimit -v` (malloc fails, the program aborts):
 #   rel.oom.rlimit_as.{top_leak,rolling_within}
 # cgroup v2 (memory.max) where a v2 memory controller can be had, else
@@ -174,6 +176,39 @@ else
 		fi
 	else
 		fail rel.oom.v1.usage_dump "cannot make its group"
+	fi
+	# The limit is watched, not only read at start: the group starts at
+	# 1 GiB and is lowered to MB_LIMIT once the program holds 16 MB;
+	# --dump-usage 0.5 must then write at half the new limit, before
+	# the OOM kill at the new one (half the old is never reached).
+	d=$TMPD/lowered
+	mkdir -p "$d"
+	if cg=$(mk_v1 lowered) && [ -n "$cg" ] &&
+		{ echo $((1024 * MB)) >"$cg/memory.memsw.limit_in_bytes"; } 2>/dev/null; [ -n "$cg" ] &&
+		echo $((1024 * MB)) >"$cg/memory.limit_in_bytes"; then
+		timeout -k 5 300 sh -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run --no-exit-dump -r 65536 \
+			--dump-usage 0.5 -o "$3/low.%n.pb.gz" -- "$4" 50 3' sh "$cg" "$HEAPPROF" "$d" "$LEAK" \
+			3>"$d/progress" >"$d/out" 2>"$d/err" &
+		hp=$!
+		i=0
+		while [ $i -lt 1500 ] && [ "$(awk 'END { print $2 + 0 }' "$d/progress")" -lt $((16 * MB)) ]; do
+			sleep 0.02
+			i=$((i + 1))
+		done
+		echo $((MB_LIMIT * MB)) >"$cg/memory.limit_in_bytes"
+		echo $((MB_LIMIT * MB)) >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null
+		wait $hp
+		rc=$?
+		kills=$(awk '$1 == "oom_kill" { print $2 }' "$cg/memory.oom_control")
+		rmdir "$cg" 2>/dev/null
+		set -- $(top_site "$d/low.0.pb.gz" 2>/dev/null)
+		if [ "${kills:-0}" -ge 1 ] && [ "$1" = site_leak_sessions ]; then
+			pass rel.oom.v1.limit_watched
+		else
+			fail rel.oom.v1.limit_watched "status $rc, oom_kill ${kills:-?}, top '$1', files: $(ls "$d" | tr '\n' ' '); $(head -c 300 "$d/err")"
+		fi
+	else
+		fail rel.oom.v1.limit_watched "cannot make its group"
 	fi
 	tally rel.oom.v1.top_leak top_leak $runs
 	tally rel.oom.v1.rolling_within rolling_within $runs
