@@ -26,7 +26,9 @@
  * (1 + step) times what this file holds.
  *
  * next_ok is written with dump_lock held and read without it (atomic);
- * the clock is read only once a write is wanted (vDSO: no system call).
+ * on the malloc path the clock is read only once a write is wanted, and
+ * then the coarse one (vDSO, never a system call); the writes are timed
+ * with the precise one, in the dump.
  */
 #include <stdio.h>
 #include <string.h>
@@ -44,10 +46,10 @@ static int64_t first_us; /* when the first write began (dump_lock) */
 static int64_t spent_us; /* the writes' time so far (dump_lock) */
 
 static int64_t
-mono_us(void)
+mono_us(clockid_t clk)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clk, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
@@ -70,8 +72,11 @@ heapprof__rolling_start(void)
 int
 heapprof__rolling_due(void)
 {
+	/* The coarse clock: never a system call, whatever the clock source
+	 * (a wait may end a tick late). */
 	return atomic_load_explicit(&heapprof__rolling_want, memory_order_relaxed) &&
-	       mono_us() >= atomic_load_explicit(&next_ok, memory_order_relaxed);
+	       mono_us(CLOCK_MONOTONIC_COARSE) >=
+	               atomic_load_explicit(&next_ok, memory_order_relaxed);
 }
 
 void
@@ -92,11 +97,11 @@ heapprof__rolling_run(int (*write_path)(const char *path), long mainpid)
 	if (heapprof__peak_rolling_arm(next_of) < 0)
 		return; /* inside the peak's lock (a handler): later */
 	atomic_store(&heapprof__rolling_want, 0);
-	int64_t t0 = mono_us();
+	int64_t t0 = mono_us(CLOCK_MONOTONIC);
 	if (!first_us)
 		first_us = t0;
 	write_path(path);
-	int64_t t1 = mono_us();
+	int64_t t1 = mono_us(CLOCK_MONOTONIC);
 	spent_us += t1 - t0;
 	/* budget(t) = BURST + (t - first) / 5 - spent >= 0 */
 	int64_t ok = first_us + 5 * (spent_us - PEAK_BURST_US);
