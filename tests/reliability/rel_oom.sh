@@ -114,7 +114,9 @@ tally() {
 	_need=$(((_tot * 19 + 19) / 20))
 	if [ "$_tot" -gt 0 ] && [ "$_ok" -ge "$_need" ]; then
 		pass "$_n"
-		[ -n "$_bad" ] && echo "  $_n: $_ok of $_tot;$_bad" >&2
+		# what was measured, on stderr: the count, and the peak
+		# file's share of the heap at each kill
+		echo "  $_n: $_ok of $_tot; peak file / heap at the end: $(for _r in "$@"; do sed -n 's/.*inuse [0-9]* (\([0-9.]*\)).*/\1/p' "$_r/why"; done | sort -n | tr '\n' ' ')$_bad" >&2
 	else
 		fail "$_n" "$_ok of $_tot (at least $_need needed):$_bad"
 	fi
@@ -320,6 +322,20 @@ else
 	else
 		fail rel.oom.psi_dump "status $rc, files: $(ls "$d" | tr '\n' ' '); $(head -c 300 "$d/err")"
 	fi
+fi
+
+# ------------------------------------------------------- environment
+# The variables are heapprof's (no "not a heapprof variable"), and a bad
+# value is named in a warning.
+HEAPPROF_PEAK_FILE=$TMPD/env.pb.gz HEAPPROF_PEAK_STEP=lots HEAPPROF_PEAK_GAP=5 \
+	HEAPPROF_DUMP_USAGE=2 HEAPPROF_DUMP_PRESSURE=0 HEAPPROF_EXIT=0 LD_PRELOAD="$LIB" \
+	"$LEAK" 1000 3 4 3>/dev/null 2>"$TMPD/env.err"
+if grep -q "HEAPPROF_PEAK_STEP='lots'" "$TMPD/env.err" && grep -q "HEAPPROF_DUMP_USAGE='2'" "$TMPD/env.err" &&
+	grep -q "HEAPPROF_DUMP_PRESSURE='0'" "$TMPD/env.err" && ! grep -q 'not a heapprof variable' "$TMPD/env.err" &&
+	[ -f "$TMPD/env.pb.gz" ]; then
+	pass rel.oom.env_checked
+else
+	fail rel.oom.env_checked "peak file: $(ls "$TMPD" | grep env); $(head -c 400 "$TMPD/env.err")"
 fi
 
 # ------------------------------------------------------- SIGTERM
