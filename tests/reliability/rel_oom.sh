@@ -43,14 +43,18 @@ N=$(by_tier 4 20)
 # The leak rates, MB/s, cycled over the runs.
 RATES=$(by_tier "10 100 300 1000" "10 30 100 300 1000")
 MADE=""
-cleanup_cg() { for g in $MADE; do rmdir "$g" 2>/dev/null; done; }
-trap 'cleanup_cg; rm -rf "$TMPD"' EXIT
+# mk_v1 runs in $(...): its groups are found by name, not through MADE.
+cleanup_cg() {
+	for g in $MADE "$V1OWN"/heapprof_oom_$$_*; do [ -d "$g" ] && rmdir "$g" 2>/dev/null; done
+	return 0
+}
 
 # The v1 memory group of this shell, where a child group is made (so
 # that whatever limits this session's group keeps limiting the test's).
 V1ROOT=/sys/fs/cgroup/memory
 V1OWN=$V1ROOT$(awk -F: '$2 == "memory" { print $3 }' /proc/self/cgroup 2>/dev/null)
 [ -d "$V1OWN" ] || V1OWN=$V1ROOT
+trap 'cleanup_cg; rm -rf "$TMPD"' EXIT
 
 # mk_v1 NAME: a fresh v1 group with MB_LIMIT (no swap beyond it); its path
 # on stdout, nothing if it cannot be made.
