@@ -43,6 +43,16 @@ usage(FILE *f)
 	        "                        passes its high-water mark by BYTES (e.g. 64m)\n"
 	        "      --dump-limit FRAC also write one when it reaches FRAC (0..1] of\n"
 	        "                        the memory limit (cgroup, ulimit -v)\n"
+	        "      --dump-usage FRAC also write one when the cgroup's usage (or the\n"
+	        "                        address space, for ulimit -v) reaches FRAC\n"
+	        "                        of its limit (read every 100 ms by a thread)\n"
+	        "      --dump-pressure MS  also write one when memory stalls (PSI)\n"
+	        "                        exceed MS ms in a second (at most one per 10 s)\n"
+	        "      --peak-file PATH  keep the peak profile in PATH, rewritten each\n"
+	        "                        time the in-use estimate passes the last one\n"
+	        "                        written by --peak-step (default 0.1 = 10%%):\n"
+	        "                        on disk before an OOM kill\n"
+	        "      --peak-step FRAC  see --peak-file\n"
 	        "      --text            legacy text format instead of pprof\n"
 	        "      --unwind MODE     dwarf (default: call-frame information),\n"
 	        "                        fp (frame pointers) or libunwind (opt-in)\n"
@@ -195,6 +205,10 @@ cli_run(int argc, char **argv)
 		{"no-children", no_argument, NULL, 'C'},
 		{"dump-growth", required_argument, NULL, 'G'},
 		{"dump-limit", required_argument, NULL, 'L'},
+		{"dump-usage", required_argument, NULL, 'U'},
+		{"dump-pressure", required_argument, NULL, 'Q'},
+		{"peak-file", required_argument, NULL, 'K'},
+		{"peak-step", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -349,6 +363,40 @@ cli_run(int argc, char **argv)
 				return 2;
 			break;
 		}
+		case 'U':
+		case 'T': {
+			char *end;
+			double fr = strtod(optarg, &end);
+			double max = c == 'U' ? 1 : 10;
+			if (end == optarg || *end || !(fr > 0 && fr <= max)) {
+				cli_err("run: --%s '%s': expected a fraction in "
+				        "(0, %g] such as %s",
+				        c == 'U' ? "dump-usage" : "peak-step", optarg,
+				        max, c == 'U' ? "0.9" : "0.1");
+				return 2;
+			}
+			if (setenv_checked(c == 'U' ? "HEAPPROF_DUMP_USAGE"
+			                            : "HEAPPROF_PEAK_STEP", optarg))
+				return 2;
+			break;
+		}
+		case 'Q':
+			if (heapprof__parse_size(optarg, &v) != 0 || v < 1 || v > 1000) {
+				cli_err("run: --dump-pressure '%s': expected ms of "
+				        "stall per second, 1..1000", optarg);
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_DUMP_PRESSURE", optarg))
+				return 2;
+			break;
+		case 'K':
+			if (!*optarg) {
+				cli_err("run: --peak-file: expected a path");
+				return 2;
+			}
+			if (setenv_checked("HEAPPROF_PEAK_FILE", optarg))
+				return 2;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -31,9 +31,33 @@
 #include "run_child.h"
 #include "parse.h"
 
+/* A relative HEAPPROF_PEAK_FILE made absolute: 0 or -errno. */
+static int
+absolute_peak_file(void)
+{
+	const char *t = getenv("HEAPPROF_PEAK_FILE");
+	if (!t || !*t || t[0] == '/')
+		return 0;
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	size_t n = strlen(cwd) + strlen(t) + 2;
+	char *abs = malloc(n);
+	if (!abs)
+		return -ENOMEM;
+	snprintf(abs, n, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "",
+	         t[0] == '.' && t[1] == '/' ? t + 2 : t);
+	int rc = setenv("HEAPPROF_PEAK_FILE", abs, 1) ? -errno : 0;
+	free(abs);
+	return rc;
+}
+
 int
 cli_run_absolute_output(void)
 {
+	int prc = absolute_peak_file();
+	if (prc)
+		return prc;
 	const char *t = getenv("HEAPPROF_OUT");
 	if (!t || !*t) {
 		const char *f = getenv("HEAPPROF_FORMAT");
@@ -48,7 +72,9 @@ cli_run_absolute_output(void)
 	int64_t grow = 0;
 	if (gv && heapprof__parse_size(gv, &grow) != 0)
 		grow = 0;
-	int other = grow > 0 || (lv && *lv && strtod(lv, NULL) > 0);
+	const char *uv = getenv("HEAPPROF_DUMP_USAGE"), *pv = getenv("HEAPPROF_DUMP_PRESSURE");
+	int other = grow > 0 || (lv && *lv && strtod(lv, NULL) > 0) ||
+	            (uv && *uv && strtod(uv, NULL) > 0) || (pv && *pv && atoi(pv) > 0);
 	int64_t secs = 0;
 	int sig = 0;
 	if (iv && heapprof__parse_size(iv, &secs) != 0)
@@ -459,6 +485,12 @@ cli_run_child(char **argv, int exit_dump)
 		if (WIFSIGNALED(status) && !files)
 			report_death(argv[0], WTERMSIG(status));
 	}
+	/* --peak-file: its last version, named too (after an OOM kill, the
+	 * file to read). */
+	const char *pk = getenv("HEAPPROF_PEAK_FILE");
+	if (!exec_errno && pk && *pk && !(quiet && *quiet && strcmp(quiet, "0")) &&
+	    heapprof__out_stream(pk) == HP_OUT_FILE)
+		report_files(pk, &since);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	/* Die of the program's signal, as a shell expects (no core of ours). */

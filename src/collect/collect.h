@@ -125,6 +125,12 @@ typedef struct hp_config {
 	int fsync;              /* fsync each file before its rename */
 	int64_t dump_growth;    /* a file each time in use grows this much */
 	double dump_limit;      /* a file at this fraction of the memory limit */
+	char peak_file[4096];   /* --peak-file: rewritten as the peak grows */
+	double peak_step;       /* ... when the estimate passes it by this */
+	int peak_gap_ms;        /* ... and none within this many ms of one */
+	int dump_pressure_ms;   /* a file when PSI stalls exceed this per s */
+	double dump_usage;      /* a file when the group's usage reaches this
+	                         * fraction of its limit (serve/watch.c) */
 	int age;                /* HEAPPROF_AGE: 0 unset (files and the API
 	                         * get age_s labels, push does not), 1 set to
 	                         * 1 (push too), -1 set to 0 (none) */
@@ -441,10 +447,27 @@ void heapprof__read_cmdline(char *buf, size_t cap, int argc, char **argv);
 /* 0 if this process is not to be profiled (HEAPPROF_CHILDREN=0 in a
  * child, HEAPPROF_ONLY naming other programs). */
 int heapprof__wanted(const char *cmdline);
+/* ---------------------------------------------------------------- limits.c */
 /* The process's memory limit: the smallest of the cgroup limits (v2
- * memory.max, v1 memory.limit_in_bytes; its group and ancestors) and
- * RLIMIT_AS; INT64_MAX if none. */
+ * memory.max and memory.high, v1 memory.limit_in_bytes; its group and
+ * ancestors) and RLIMIT_AS; INT64_MAX if none. */
 int64_t heapprof__mem_limit(void);
+enum { HP_LIMIT_NONE, HP_LIMIT_V1, HP_LIMIT_V2, HP_LIMIT_AS };
+typedef struct hp_memlimit {
+	int64_t limit;        /* as heapprof__mem_limit */
+	int kind;             /* HP_LIMIT_*: what sets it */
+	char group[4096];     /* the cgroup directory that sets it */
+	char pressure[4200];  /* the own v2 group's memory.pressure, or "" */
+} hp_memlimit;
+/* The same, and where it comes from. */
+int64_t heapprof__mem_limit_ex(hp_memlimit *g);
+/* What the limit in g is measured against now (the group's
+ * memory.usage_in_bytes or memory.current, the address space for
+ * RLIMIT_AS), bytes; -1 if unknown. System calls: never in malloc. */
+int64_t heapprof__mem_usage(const hp_memlimit *g);
+/* --peak-file: set by a sampled allocation whose in-use estimate passed
+ * the threshold (peak.c), cleared by the write (serve/rolling.c). */
+extern HP_HIDDEN _Atomic int heapprof__rolling_want;
 
 /* ---------------------------------------------------------------- peak.c */
 
@@ -528,6 +551,9 @@ heapprof__exact_on(void)
 {
 	return atomic_load_explicit(&heapprof__exact_step, memory_order_relaxed);
 }
+/* --peak-file: returns the in-use estimate now (-1 in a handler inside
+ * the peak's lock) and sets the next write's threshold to next(it). */
+int64_t heapprof__peak_rolling_arm(int64_t (*next)(int64_t now));
 /* ----------------------------------------------------------------- age.c */
 
 /* The allocation time of each live sampled object, for the age_s labels:

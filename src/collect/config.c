@@ -1,8 +1,8 @@
 /*
  * config.c: what this process was asked to do, read once by the
  * constructor: the HEAPPROF_* environment, the command line and which
- * processes are profiled, and the memory limit --dump-limit is a fraction
- * of (cgroups, RLIMIT_AS).
+ * processes are profiled (the memory limit --dump-limit is a fraction of:
+ * limits.c).
  *
  * It runs once, at start-up, on the constructor's stack: its calls into
  * libc are bound lazily, at their first call (Makefile: not in EAGER_OBJ),
@@ -50,8 +50,18 @@
  *                      high-water mark by this many bytes (gperftools'
  *                      HEAP_PROFILE_INUSE_INTERVAL)
  *   HEAPPROF_DUMP_LIMIT  one file when it reaches this fraction (0..1] of
- *                      the memory limit (cgroup memory.max or
- *                      memory.limit_in_bytes, RLIMIT_AS)
+ *                      the memory limit (limits.c: cgroup memory.max,
+ *                      memory.high or memory.limit_in_bytes, RLIMIT_AS)
+ *   HEAPPROF_DUMP_USAGE  one file when what the limit is measured against
+ *                      (the group's usage, the address space) reaches this
+ *                      fraction of it, read every 100 ms (watch.c)
+ *   HEAPPROF_PEAK_FILE a file rewritten each time the in-use estimate
+ *                      passes the last one written by HEAPPROF_PEAK_STEP
+ *                      (a fraction, 0.1), none within 4 times the last
+ *                      write's time nor HEAPPROF_PEAK_GAP ms (0) of it: on
+ *                      disk before an OOM kill (rolling.c)
+ *   HEAPPROF_DUMP_PRESSURE a file when memory stalls (PSI) exceed this
+ *                      many ms in a second, at most one per 10 s (watch.c)
  *   HEAPPROF_CHILDREN  0: profile only the process `heapprof run` started
  *                      (HEAPPROF_MAINPID; what it execs stays profiled)
  *   HEAPPROFILE        gperftools' prefix: files prefix.PID.NNNN.heap (text)
@@ -145,6 +155,58 @@ read_gperftools_env(hp_config *c)
 }
 
 
+/* A fraction in (0, max]: 0, or -1 (not one). */
+HP_RARE static int
+parse_frac(const char *v, double max, double *out)
+{
+	char *end;
+	double f = strtod(v, &end);
+	if (end == v || *end || !(f > 0 && f <= max))
+		return -1;
+	*out = f;
+	return 0;
+}
+
+/* --peak-file, --peak-step, HEAPPROF_PEAK_GAP, --dump-usage,
+ * --dump-pressure. */
+HP_RARE static void
+read_peak_env(hp_config *c)
+{
+	const char *v;
+	int64_t n;
+	c->peak_step = 0.1;
+	c->peak_gap_ms = 0;
+	if ((v = secure_getenv("HEAPPROF_PEAK_FILE")) && *v) {
+		if (strlen(v) < sizeof(c->peak_file))
+			strcpy(c->peak_file, v);
+		else
+			warn_env("HEAPPROF_PEAK_FILE", v, "is too long",
+			         "none (no peak file)");
+	}
+	if ((v = secure_getenv("HEAPPROF_PEAK_STEP")) && *v &&
+	    parse_frac(v, 10, &c->peak_step) != 0)
+		warn_env("HEAPPROF_PEAK_STEP", v, "is not a fraction in (0, 10]",
+		         "0.1");
+	if ((v = secure_getenv("HEAPPROF_PEAK_GAP")) && *v) {
+		if (heapprof__parse_size(v, &n) == 0 && n <= 3600000)
+			c->peak_gap_ms = (int)n;
+		else
+			warn_env("HEAPPROF_PEAK_GAP", v, "is not a number of ms",
+			         "0");
+	}
+	if ((v = secure_getenv("HEAPPROF_DUMP_USAGE")) && *v &&
+	    parse_frac(v, 1, &c->dump_usage) != 0)
+		warn_env("HEAPPROF_DUMP_USAGE", v, "is not a fraction in (0, 1]",
+		         "none (no usage dump)");
+	if ((v = secure_getenv("HEAPPROF_DUMP_PRESSURE")) && *v) {
+		if (heapprof__parse_size(v, &n) == 0 && n >= 1 && n <= 1000)
+			c->dump_pressure_ms = (int)n;
+		else
+			warn_env("HEAPPROF_DUMP_PRESSURE", v, "is not in 1..1000 "
+			         "(ms of stall per second)", "none");
+	}
+}
+
 /* A HEAPPROF_* variable that is none of ours (HEAPPROF_OUTPUT for
  * HEAPPROF_OUT) is named in one warning, not ignored in silence. */
 HP_RARE static void
@@ -157,6 +219,8 @@ check_env_names(void)
 		"WRITE_EMPTY", "RUN_STATUS", "FSYNC", "DUMP_GROWTH", "DUMP_LIMIT", "AGE",
 		"QUIET", "LOG",
 		"PEAK_EXACT", "LABEL_SETS", "OTEL_IDS",
+		"PEAK_FILE", "PEAK_STEP", "PEAK_GAP", "DUMP_PRESSURE",
+		"DUMP_USAGE",
 	};
 	for (int k = 0; k < hp_nenv; k++) {
 		if (strncmp(hp_env[k], "HEAPPROF_", 9) != 0)
@@ -347,14 +411,11 @@ heapprof__read_env(hp_config *c)
 			         "0 (no growth dumps)");
 	}
 	if ((v = secure_getenv("HEAPPROF_DUMP_LIMIT")) && *v) {
-		char *end;
-		double f = strtod(v, &end);
-		if (end != v && !*end && f > 0 && f <= 1)
-			c->dump_limit = f;
-		else
+		if (parse_frac(v, 1, &c->dump_limit) != 0)
 			warn_env("HEAPPROF_DUMP_LIMIT", v, "is not a fraction in "
 			         "(0, 1]", "none (no limit dump)");
 	}
+	read_peak_env(c);
 	read_gperftools_env(c);
 	const char *dflt = c->text ? "heapprof.%p.%n.heap" : "heapprof.%p.%n.pb.gz";
 	v = secure_getenv("HEAPPROF_OUT");
@@ -369,7 +430,8 @@ heapprof__read_env(hp_config *c)
 	}
 	/* Several files from one template: numbered, not overwritten. */
 	if (heapprof__many_files(c->interval, c->signal,
-	                         c->dump_growth > 0 || c->dump_limit > 0))
+	                         c->dump_growth > 0 || c->dump_limit > 0 ||
+	                         c->dump_usage > 0 || c->dump_pressure_ms > 0))
 		heapprof__tmpl_add_seq(c->out, sizeof(c->out));
 }
 
@@ -456,152 +518,4 @@ heapprof__wanted(const char *cmdline)
 			return 0;
 	}
 	return 1;
-}
-
-/* ---------------------------------------------------------- the limit */
-
-/* Reads a whole (small) file into buf, NUL-terminated; its length or -1. */
-static ssize_t
-slurp(const char *path, char *buf, size_t cap)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	size_t n = 0;
-	for (;;) {
-		ssize_t k = read(fd, buf + n, cap - 1 - n);
-		if (k <= 0)
-			break;
-		n += (size_t)k;
-		if (n == cap - 1)
-			break;
-	}
-	close(fd);
-	buf[n] = 0;
-	return (ssize_t)n;
-}
-
-/* The smallest limit in `file` (memory.max, memory.limit_in_bytes) of the
- * group mnt + rel and its ancestors up to the mount, or INT64_MAX. v1's
- * "no limit" is a huge number: anything from 2^62 up is none. */
-static int64_t
-walk_limit(const char *mnt, const char *rel, const char *file)
-{
-	char dir[4096], path[4200], v[64];
-	snprintf(dir, sizeof(dir), "%s%s", mnt, strcmp(rel, "/") ? rel : "");
-	size_t base = strlen(mnt);
-	int64_t best = INT64_MAX;
-	for (;;) {
-		snprintf(path, sizeof(path), "%s/%s", dir, file);
-		if (slurp(path, v, sizeof(v)) > 0 && v[0] >= '0' && v[0] <= '9') {
-			long long x = strtoll(v, NULL, 10);
-			if (x > 0 && x < ((long long)1 << 62) && x < best)
-				best = x;
-		}
-		char *slash = strrchr(dir, '/');
-		if (!slash || (size_t)(slash - dir) < base)
-			break;
-		*slash = 0;
-	}
-	return best;
-}
-
-/* The process's group path of one hierarchy from /proc/self/cgroup: v2
- * ("0::/path") if v1ctl is NULL, else the v1 line listing that controller. */
-static int
-cgroup_path(const char *cg, const char *v1ctl, char *out, size_t cap)
-{
-	for (const char *l = cg; *l;) {
-		const char *e = strchr(l, '\n');
-		size_t len = e ? (size_t)(e - l) : strlen(l);
-		const char *c1 = memchr(l, ':', len);
-		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - l)) : NULL;
-		if (c2) {
-			size_t cl = (size_t)(c2 - c1 - 1), pl = len - (size_t)(c2 + 1 - l);
-			int match = 0;
-			if (!v1ctl) {
-				match = cl == 0 && c1 - l == 1 && l[0] == '0';
-			} else {
-				for (const char *t = c1 + 1; t < c2;) {
-					const char *te = memchr(t, ',', (size_t)(c2 - t));
-					size_t tl = te ? (size_t)(te - t) : (size_t)(c2 - t);
-					if (tl == strlen(v1ctl) && !memcmp(t, v1ctl, tl))
-						match = 1;
-					t += tl + 1;
-				}
-			}
-			if (match && pl < cap) {
-				memcpy(out, c2 + 1, pl);
-				out[pl] = 0;
-				return 0;
-			}
-		}
-		l += len + (e ? 1 : 0);
-	}
-	return -1;
-}
-
-/* The smallest memory limit of this process's cgroups (v2 memory.max, v1
- * memory.limit_in_bytes), its group and ancestors, found through
- * /proc/self/mountinfo (a mount may show a subtree: its root is cut from
- * the group's path); INT64_MAX if none. Constructor time only. */
-static int64_t
-cgroup_limit(void)
-{
-	static char cg[8192] HP_BIG_BSS, mi[65536] HP_BIG_BSS;
-	char v2[1024], v1[1024];
-	if (slurp("/proc/self/cgroup", cg, sizeof(cg)) <= 0 ||
-	    slurp("/proc/self/mountinfo", mi, sizeof(mi)) <= 0)
-		return INT64_MAX;
-	int has2 = cgroup_path(cg, NULL, v2, sizeof(v2)) == 0;
-	int has1 = cgroup_path(cg, "memory", v1, sizeof(v1)) == 0;
-	int64_t best = INT64_MAX;
-	for (char *l = mi, *e; *l; l = e ? e + 1 : l + strlen(l)) {
-		e = strchr(l, '\n');
-		if (e)
-			*e = 0;
-		char *f[6] = {0};
-		char *sv = NULL, *tok = strtok_r(l, " ", &sv);
-		for (int i = 0; tok && i < 6; i++, tok = strtok_r(NULL, " ", &sv))
-			f[i] = tok;
-		if (!f[4])
-			continue;
-		while (tok && strcmp(tok, "-"))
-			tok = strtok_r(NULL, " ", &sv); /* optional fields */
-		char *fstype = tok ? strtok_r(NULL, " ", &sv) : NULL;
-		if (fstype)
-			strtok_r(NULL, " ", &sv); /* source */
-		char *opts = fstype ? strtok_r(NULL, " ", &sv) : NULL;
-		if (!fstype || !opts)
-			continue;
-		const char *root = f[3], *mnt = f[4], *path = NULL, *file = NULL;
-		if (!strcmp(fstype, "cgroup2") && has2) {
-			path = v2;
-			file = "memory.max";
-		} else if (!strcmp(fstype, "cgroup") && has1 &&
-		           (strstr(opts, ",memory") || !strncmp(opts, "memory", 6))) {
-			path = v1;
-			file = "memory.limit_in_bytes";
-		}
-		if (!path)
-			continue;
-		size_t rl = strcmp(root, "/") ? strlen(root) : 0;
-		if (rl && (strncmp(path, root, rl) || (path[rl] && path[rl] != '/')))
-			continue; /* the group is outside this mount */
-		int64_t x = walk_limit(mnt, path[rl] ? path + rl : "/", file);
-		if (x < best)
-			best = x;
-	}
-	return best;
-}
-
-int64_t
-heapprof__mem_limit(void)
-{
-	int64_t best = cgroup_limit();
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    (int64_t)rl.rlim_cur > 0 && (int64_t)rl.rlim_cur < best)
-		best = (int64_t)rl.rlim_cur;
-	return best;
 }

@@ -272,6 +272,9 @@ heapprof_init(int argc, char **argv, char **envp)
 		heapprof__cfg.push[0] = 0;
 		heapprof__cfg.dump_growth = 0;
 		heapprof__cfg.dump_limit = 0;
+		heapprof__cfg.dump_usage = 0;
+		heapprof__cfg.dump_pressure_ms = 0;
+		heapprof__cfg.peak_file[0] = 0;
 	} else if (heapprof__unreached && heapprof__unreached_kind > 1) {
 		/* Another allocator's malloc is the program's (bootstrap.c):
 		 * said once, as heapprof run says it of a static binary. */
@@ -299,6 +302,9 @@ heapprof_init(int argc, char **argv, char **envp)
 		heapprof__cfg.push[0] = 0;
 		heapprof__cfg.dump_growth = 0;
 		heapprof__cfg.dump_limit = 0;
+		heapprof__cfg.dump_usage = 0;
+		heapprof__cfg.dump_pressure_ms = 0;
+		heapprof__cfg.peak_file[0] = 0;
 	}
 	heapprof__peak_init();
 	/* The bucket table is mapped by the first sample (bucket.c). */

@@ -103,6 +103,8 @@ static int exact_key_ok;              /* it was created (init) */
 
 #define EXACT_MIN_STEP ((int64_t)64 << 10)
 #define EXACT_MAX_STEP ((int64_t)1 << 20)
+static int64_t rolling_next = INT64_MAX; /* --peak-file: next write at (lock;
+                                          * rolling.c arms it) */
 
 /* self_held is set before the lock is tried and cleared after it is
  * released, so that a signal handler interrupting this thread anywhere in
@@ -265,6 +267,11 @@ heapprof__peak_alloc(hp_bucket *b, uint32_t h)
 		limit_done = 1;
 		request = 1;
 	}
+	if (HP_UNLIKELY(total >= rolling_next)) {
+		rolling_next = INT64_MAX; /* until the write re-arms it */
+		atomic_store_explicit(&heapprof__rolling_want, 1,
+		                      memory_order_relaxed);
+	}
 	give();
 	if (request && heapprof__hooks())
 		heapprof__delivery.request(); /* taken after this allocation */
@@ -322,6 +329,20 @@ heapprof__peak_read(int64_t *objs, uint32_t n, int reset)
 	if (reset)
 		restart();
 	give();
+}
+
+/* --peak-file (serve/rolling.c): the in-use estimate now; the next write
+ * is wanted when it reaches `next(now)`. */
+int64_t
+heapprof__peak_rolling_arm(int64_t (*next)(int64_t now))
+{
+	if (self_held)
+		return -1;
+	take();
+	int64_t now = total;
+	rolling_next = next(now);
+	give();
+	return now;
 }
 
 HP_RARE void

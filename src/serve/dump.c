@@ -254,7 +254,16 @@ is_due(int64_t now)
 {
 	return (atomic_load_explicit(&pending, memory_order_relaxed) &&
 	        now >= atomic_load_explicit(&quiet_until, memory_order_relaxed)) ||
-	       now >= atomic_load_explicit(&next_due, memory_order_relaxed);
+	       now >= atomic_load_explicit(&next_due, memory_order_relaxed) ||
+	       (atomic_load_explicit(&heapprof__rolling_want, memory_order_relaxed) &&
+	        heapprof__rolling_due()); /* --peak-file (rolling.c) */
+}
+
+/* rolling.c's writer: one file at `path`, on the dump stack. */
+static int
+write_peak_file(const char *path)
+{
+	return dump_file(path, 1);
 }
 
 /* With dump_lock held: the template dumps that are due, at most two in a
@@ -263,6 +272,8 @@ is_due(int64_t now)
 static void
 run_due_locked(void)
 {
+	if (!atomic_load(&exiting))
+		heapprof__rolling_run(write_peak_file, main_pid());
 	for (int i = 0; i < 2 && !atomic_load(&exiting); i++) {
 		int64_t now = mono_ms(CLOCK_MONOTONIC);
 		int due = now >= atomic_load(&quiet_until) &&
@@ -452,7 +463,11 @@ heapprof__serve_start(void)
 		sig = 0;
 	heapprof__serve_armed = heapprof__cfg.interval > 0 || sig > 0 ||
 	                        heapprof__cfg.dump_growth > 0 ||
-	                        heapprof__cfg.dump_limit > 0;
+	                        heapprof__cfg.dump_limit > 0 ||
+	                        heapprof__cfg.peak_file[0] ||
+	                        heapprof__cfg.dump_pressure_ms > 0 ||
+	                        heapprof__cfg.dump_usage > 0;
+	heapprof__rolling_start();
 	/* Those dumps may run inside malloc or a signal handler: the
 	 * encoder's look for a C++ demangler already in the process
 	 * (dlsym, dlopen RTLD_NOLOAD: the loader's lock) happens now, once.
@@ -492,6 +507,7 @@ heapprof__serve_start(void)
 	}
 	if (heapprof__cfg.push[0])
 		heapprof__push_start();
+	heapprof__watch_start(); /* a thread only for --dump-usage, --dump-pressure */
 }
 
 /* Nothing sampled in this process, nor inherited from the process it

@@ -103,6 +103,16 @@ void heapprof__serve_request(void);
  * waits for a dump in progress. */
 void heapprof__serve_sandbox(void);
 
+/* rolling.c: --peak-file. start: constructor time; due: the write is
+ * wanted and the gap after the last has passed; run: with dump_lock
+ * held, the write through write_path if due. */
+void heapprof__rolling_start(void);
+int heapprof__rolling_due(void);
+void heapprof__rolling_run(int (*write_path)(const char *path), long mainpid);
+/* watch.c: the watcher's thread (--dump-usage, --dump-pressure),
+ * started only if one of them is on. */
+void heapprof__watch_start(void);
+
 /* http.c: the /debug/pprof endpoint and its thread. */
 int heapprof__http_init(const char *spec, int allow_remote);
 int heapprof__http_port(void);
