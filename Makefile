@@ -181,6 +181,10 @@ $(B)/tests/ehfuncs.s: tests/reliability/gen_ehfuncs.sh
 $(B)/tests/rprog_ehtab: tests/reliability/rprog_ehtab.c $(B)/tests/ehfuncs.s
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g $(WARN) -o $@ $^
+# rprog_oteldl: -rdynamic, so that its otel_thread_ctx_v1 is exported.
+$(B)/tests/rprog_oteldl: tests/reliability/rprog_oteldl.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -rdynamic $(WARN) -o $@ $< -lpthread -ldl
 $(B)/tests/rprog_%: tests/reliability/rprog_%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline $(WARN) -Iinclude -o $@ $< -lpthread -ldl

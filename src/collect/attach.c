@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "labels.h"
 
 _Atomic int heapprof__attach_on;
 static int attach_mode;       /* loaded by heapprof attach (constructor) */
@@ -324,6 +325,7 @@ heapprof_attach_start(long rate)
 	atomic_store(&heapprof__cfg.rate, rate > 0 ? (int64_t)rate : 524288);
 	/* our entry points now the program's: samples may be taken */
 	heapprof__unreached = 0;
+	heapprof__otel_resolve(0); /* outside malloc (otel.c) */
 	scan_all(FREEING); /* every free first: then no sample can reach
 	                    * a free that does not know it */
 	scan_all(NFN);

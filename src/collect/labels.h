@@ -37,5 +37,10 @@ const heapprof_labels *heapprof__labels_sample(void);
  * (otel_thread_ctx_v1) now, interned; NULL when there is none, it is
  * invalid or torn, or it has no attributes. Sampled path only. */
 const heapprof_labels *heapprof__otel_labels(void);
+/* otel.c: finds otel_thread_ctx_v1 (dlsym: never on the malloc path).
+ * startup: called by the constructor of a library loaded with the
+ * program (every object's TLS static); else (attach) checked to be in
+ * static TLS. */
+void heapprof__otel_resolve(int startup);
 
 #endif

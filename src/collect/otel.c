@@ -15,15 +15,22 @@
  * adds trace_id and span_id (hex) labels: one set per span, which the cap
  * on sets (labels.c) bounds.
  *
- * The variable's address in a thread comes from dlsym (which resolves a
- * TLS symbol for the calling thread, static or dynamic TLS), once per
- * thread, at its first sample; while no object defines it, the lookup is
- * repeated at most once a second in the process (`absent_until`, a
- * relaxed atomic). Runs on the sampled path only, the thread busy.
+ * Where the variable is comes from dlsym, called once, outside malloc:
+ * by the constructor (or heapprof_attach_start), never on the sampled
+ * path. dlsym takes the loader's lock, and a sample may be taken where
+ * the thread holds the loader's dl_iterate_phdr lock (a callback that
+ * allocates): against a dlopen in another thread (the loader's lock, then
+ * that one) the two threads deadlocked (rel.otel.dlpi_dlopen). It also
+ * cleared a pending dlerror() of the program's. The variable must be in
+ * static TLS (a library loaded with the program, or given static TLS):
+ * then it lies at the same offset from the thread pointer in every
+ * thread, which is all the sampled path computes (`off`). An SDK that is
+ * dlopen'd later is not read (its TLS is per-thread memory that only
+ * __tls_get_addr finds, which may allocate).
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "collect.h"
 #include "labels.h"
@@ -32,16 +39,21 @@
 #define HDR 28
 #define MAX_ATTRS 32
 
-static _Atomic int64_t absent_until; /* monotonic seconds; 0: look now */
-/* This thread's otel_thread_ctx_v1, once found. */
-static __thread void *const *slot __attribute__((tls_model("initial-exec")));
+/* otel_thread_ctx_v1's offset from the thread pointer, valid when
+ * `found` (set once, before sampling begins or with a release store). */
+static intptr_t off;
+static _Atomic int found;
 
-static int64_t
-now_s(void)
+static inline uintptr_t
+thread_pointer(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts); /* vDSO: no system call */
-	return ts.tv_sec;
+	uintptr_t tp = 0;
+#if defined(__x86_64__)
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+#elif defined(__aarch64__)
+	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
+#endif
+	return tp;
 }
 
 static void
@@ -124,21 +136,49 @@ from_record(const uint8_t *rec)
 const heapprof_labels *
 heapprof__otel_labels(void)
 {
-	if (HP_UNLIKELY(!slot)) {
-		int64_t until = atomic_load_explicit(&absent_until,
-		                                     memory_order_relaxed);
-		if (until && now_s() < until)
-			return NULL;
-		void *a = dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1");
-		if (!a) {
-			(void)dlerror(); /* our miss is not the program's error */
-			atomic_store_explicit(&absent_until, now_s() + 1,
-			                      memory_order_relaxed);
-			return NULL;
-		}
-		slot = a;
-	}
+	if (!atomic_load_explicit(&found, memory_order_acquire))
+		return NULL;
 	const uint8_t *rec;
-	memcpy(&rec, (const void *)slot, sizeof(rec));
+	memcpy(&rec, (const void *)(thread_pointer() + (uintptr_t)off), sizeof(rec));
 	return from_record(rec);
+}
+
+void
+heapprof__otel_resolve(int startup)
+{
+	uintptr_t tp = thread_pointer();
+	if (!tp || atomic_load_explicit(&found, memory_order_relaxed))
+		return;
+	int saved = errno;
+	uintptr_t a = (uintptr_t)dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1");
+	if (!a) {
+		(void)dlerror(); /* our miss is not the program's error */
+		errno = saved;
+		return;
+	}
+	/* At start-up every object's TLS is static. Later (attach), the
+	 * loader's static TLS size bounds it, when the loader says it
+	 * (glibc's, as the sanitizers read it); else it is not read. */
+	if (!startup) {
+		void (*info)(size_t *, size_t *);
+		void *f = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
+		memcpy(&info, &f, sizeof(info));
+		size_t size = 0, align = 0;
+		if (info)
+			info(&size, &align);
+		else
+			(void)dlerror();
+#if defined(__x86_64__)
+		int in_static = a < tp && tp - a <= size;
+#else
+		int in_static = a >= tp && a - tp < size;
+#endif
+		if (!in_static) {
+			errno = saved;
+			return;
+		}
+	}
+	off = (intptr_t)(a - tp);
+	atomic_store_explicit(&found, 1, memory_order_release);
+	errno = saved;
 }
