@@ -397,6 +397,9 @@ int heapprof__unwind_dwarf(uint64_t *out, int max, uintptr_t skip_to,
  * frame pointer? 1: its CFI computes the frame from rbp; 0: from rsp (no
  * frame pointer there); -1: unknown (no CFI, outermost frame). */
 int heapprof__unwind_uses_fp(uint64_t q);
+/* 1 if this thread runs a signal handler (its frame is above this one, or
+ * the thread is on its alternate signal stack); 0 if not, or unknown. */
+int heapprof__unwind_in_signal(uintptr_t stack_lo, uintptr_t stack_hi);
 
 /* -------------------------------------------------------------- bucket.c */
 

@@ -168,7 +168,18 @@ exit_dump(void)
 	hp_enter(t);
 	int saved = errno;
 	if (heapprof__hooks() && (heapprof__cfg.at_exit || heapprof__cfg.push[0])) {
+		/* exit() from a handler of the program's (common, though not
+		 * async-signal-safe) that may have interrupted the allocator
+		 * holding its lock: the dump is a handler's, without the
+		 * allocator's statistics (mallinfo2 waited for that lock for
+		 * ever: rel.exitsig) nor the loader's lock. Only where there
+		 * may be a profile: the walk costs page faults. */
+		int sig = heapprof__cfg.at_exit &&
+		          (heapprof__bucket_count() || heapprof__cfg.write_empty) &&
+		          heapprof__unwind_in_signal(t->stack_lo, t->stack_hi);
+		heapprof__in_handler += sig;
 		heapprof__delivery.exit(heapprof__cfg.at_exit); /* SIGXFSZ handling: see dump.c */
+		heapprof__in_handler -= sig;
 		/* A SIGTERM on another thread may be writing the profile: the
 		 * process must not end under it (ending.c). */
 		heapprof__delivery.exit_wait(30000);

@@ -40,6 +40,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -780,4 +781,33 @@ heapprof__unwind_dwarf(uint64_t *out, int max, uintptr_t skip_to,
 		if (n == max || !step(&w, &v))
 			return n;
 	}
+}
+
+/* Whether this thread runs a signal handler: it is on its alternate signal
+ * stack, or a word of its stack above here is a return address into glibc's
+ * __restore_rt (the kernel's return address of every handler, recognised
+ * as step() does). A scan, not a walk: code without CFI or frame pointer
+ * (crtstuff's __do_global_dtors_aux, through which the exit dump runs)
+ * stops a walk short of the handler. For init.c's exit dump: exit()
+ * called by a handler that may have interrupted the allocator. 0 where it
+ * cannot tell (stack bounds unknown, another stack, glibc < 2.35). */
+HP_NOINLINE int
+heapprof__unwind_in_signal(uintptr_t stack_lo, uintptr_t stack_hi)
+{
+	stack_t ss;
+	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
+		return 1;
+	struct dl_find_object fo;
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	if (!find_object || sp < stack_lo || sp >= stack_hi ||
+	    find_object((void *)(uintptr_t)sigaltstack, &fo) != 0)
+		return 0; /* (sigaltstack: glibc's object, as __restore_rt) */
+	uintptr_t lo = (uintptr_t)fo.dlfo_map_start, hi = (uintptr_t)fo.dlfo_map_end;
+	for (uintptr_t a = sp & ~(uintptr_t)7; a + 8 <= stack_hi; a += 8) {
+		uintptr_t x = *(const uintptr_t *)a;
+		if (x - lo < hi - lo && x > lo &&
+		    RULE_KIND(lookup(x - 1, 0)) == R_SIGRET)
+			return 1;
+	}
+	return 0;
 }
