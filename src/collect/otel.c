@@ -15,9 +15,14 @@
  * adds trace_id and span_id (hex) labels: one set per span, which the cap
  * on sets (labels.c) bounds.
  *
- * Where the variable is comes from dlsym, called once, outside malloc:
- * by the constructor (or heapprof_attach_start), never on the sampled
- * path. dlsym takes the loader's lock, and a sample may be taken where
+ * Where the variable is comes from the loaded objects' own symbol tables
+ * (their .gnu.hash, walked with dl_iterate_phdr: the variable's offset in
+ * its object's TLS block plus that block's address in this thread), once,
+ * by the constructor (or heapprof_attach_start's dlsym), never on the
+ * sampled path. At start-up a failing dlsym cost every process 8 page
+ * faults (its code and dlerror's in libc and the loader) and ~5 k
+ * instructions; the walk reads hash pages the loader's relocation already
+ * read. dlsym takes the loader's lock, and a sample may be taken where
  * the thread holds the loader's dl_iterate_phdr lock (a callback that
  * allocates): against a dlopen in another thread (the loader's lock, then
  * that one) the two threads deadlocked (rel.otel.dlpi_dlopen). It also
@@ -30,6 +35,8 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "collect.h"
@@ -143,6 +150,96 @@ heapprof__otel_labels(void)
 	return from_record(rec);
 }
 
+/* --------------------------------------- the variable, from .gnu.hash */
+
+typedef struct {
+	const char *name;
+	uint32_t hash;
+	uintptr_t addr; /* this thread's copy, once found */
+} tls_find;
+
+/* d_ptr of a dynamic entry as an address (glibc relocates most in place;
+ * an object whose dynamic section is read-only keeps them relative). */
+static uintptr_t
+dyn_ptr(uintptr_t base, ElfW(Addr) v)
+{
+	return v < base ? base + v : v;
+}
+
+static int
+tls_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	tls_find *f = arg;
+	if (!info->dlpi_tls_data)
+		return 0; /* no TLS in this object (or none for this thread) */
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr +
+			                          info->dlpi_phdr[i].p_vaddr);
+	if (!dyn)
+		return 0;
+	uintptr_t base = info->dlpi_addr, gh = 0, sym = 0, str = 0;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		if (dyn->d_tag == DT_GNU_HASH)
+			gh = dyn_ptr(base, dyn->d_un.d_ptr);
+		else if (dyn->d_tag == DT_SYMTAB)
+			sym = dyn_ptr(base, dyn->d_un.d_ptr);
+		else if (dyn->d_tag == DT_STRTAB)
+			str = dyn_ptr(base, dyn->d_un.d_ptr);
+	}
+	if (!gh || !sym || !str)
+		return 0;
+	/* The GNU hash table: nbuckets, symoffset, bloom words, bloom
+	 * shift; the Bloom filter, the buckets, the chains. */
+	const uint32_t *h = (const uint32_t *)gh;
+	uint32_t nb = h[0], symoff = h[1], nbloom = h[2], shift = h[3];
+	if (!nb || !nbloom)
+		return 0;
+	const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
+	const uint32_t *buckets = (const uint32_t *)(bloom + nbloom);
+	const uint32_t *chain = buckets + nb;
+	const unsigned bits = sizeof(ElfW(Addr)) * 8;
+	ElfW(Addr) word = bloom[(f->hash / bits) % nbloom];
+	ElfW(Addr) mask = ((ElfW(Addr))1 << (f->hash % bits)) |
+	                  ((ElfW(Addr))1 << ((f->hash >> shift) % bits));
+	if ((word & mask) != mask)
+		return 0;
+	uint32_t i = buckets[f->hash % nb];
+	if (i < symoff)
+		return 0;
+	const ElfW(Sym) *syms = (const ElfW(Sym) *)sym;
+	for (;; i++) {
+		uint32_t h2 = chain[i - symoff];
+		const ElfW(Sym) *s = &syms[i];
+		if ((h2 | 1) == (f->hash | 1) &&
+		    strcmp((const char *)str + s->st_name, f->name) == 0) {
+			if (ELF64_ST_TYPE(s->st_info) == STT_TLS &&
+			    s->st_shndx != SHN_UNDEF) {
+				f->addr = (uintptr_t)info->dlpi_tls_data + s->st_value;
+				return 1;
+			}
+			return 0; /* defined otherwise, or a reference */
+		}
+		if (h2 & 1)
+			return 0;
+	}
+}
+
+/* This thread's copy of the TLS variable `name`, defined in a loaded
+ * object's .dynsym, or 0. The first definition in load order, as the
+ * loader's lookup would find (the executable first). */
+static uintptr_t
+tls_symbol(const char *name)
+{
+	tls_find f = {name, 5381, 0};
+	for (const char *c = name; *c; c++)
+		f.hash = f.hash * 33 + (uint8_t)*c;
+	dl_iterate_phdr(tls_cb, &f);
+	return f.addr;
+}
+
 void
 heapprof__otel_resolve(int startup)
 {
@@ -150,9 +247,8 @@ heapprof__otel_resolve(int startup)
 	if (!tp || atomic_load_explicit(&found, memory_order_relaxed))
 		return;
 	int saved = errno;
-	uintptr_t a = (uintptr_t)dlsym(RTLD_DEFAULT, "otel_thread_ctx_v1");
+	uintptr_t a = tls_symbol("otel_thread_ctx_v1");
 	if (!a) {
-		(void)dlerror(); /* our miss is not the program's error */
 		errno = saved;
 		return;
 	}

@@ -319,11 +319,13 @@ b=$(env HEAPPROF_OUT="$TMPD/ef.%p.pb.gz" LD_PRELOAD="$LIB" "$P/rprog_execfaults"
 # Issue 29 added +3 (85-86 -> 88-89 over 66-67 alone, 4 runs each): the
 # other-allocator, stream and fork-child code (+2, 7b38d4e) and the
 # seccomp check at start-up, which reads /proc/self/status (+2, 099001c);
-# the limit went from +22 to +24 with them.
-if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 24 ]; then
+# the limit went from +22 to +24 with them, and to +26 with issues 31-33
+# (+23 to +25 measured at 92d62d3 after the OpenTelemetry lookup stopped
+# using dlsym, which had added 8).
+if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 26 ]; then
 	pass rel.cost.exec_faults
 else
-	fail rel.cost.exec_faults "page faults per fork+exec of /bin/true: $a alone, $b under the profiler (limit +24)"
+	fail rel.cost.exec_faults "page faults per fork+exec of /bin/true: $a alone, $b under the profiler (limit +26)"
 fi
 
 # --- ... and one that samples a few dozen stacks (90 buckets at rate 1)
@@ -340,11 +342,11 @@ b=$(env HEAPPROF_RATE=1 HEAPPROF_EXIT=0 LD_PRELOAD="$LIB" "$P/rprog_execfaults" 
 # Issues 29 and 31 added +4 (123-125 -> 128 over 68): +1 the fork-child
 # flag and streams (7b38d4e), +2 the seccomp check (099001c), +1 the
 # peak's halves (6 words a bucket, 7dcb222); the limit went from +58 to
-# +62 with them.
-if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 62 ]; then
+# +62 with them, and to +65 with issues 31-33 (+61 to +63 measured).
+if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 65 ]; then
 	pass rel.cost.sample_faults
 else
-	fail rel.cost.sample_faults "page faults of rprog_stacks: $a alone, $b sampling every allocation (limit +62)"
+	fail rel.cost.sample_faults "page faults of rprog_stacks: $a alone, $b sampling every allocation (limit +65)"
 fi
 
 # --- a process that sampled writes, and so does its child (it inherits
@@ -425,11 +427,17 @@ if command -v valgrind >/dev/null 2>&1; then
 	}
 	a=$(ir X=1)
 	b=$(ir HEAPPROF_OUT="$TMPD/cg.%p.pb.gz" LD_PRELOAD="$LIB")
-	# Issue 15's goal: 100 k (measured +90 k).
-	if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 100000 ]; then
+	# Issue 15's goal: 100 k (measured +86 to +90 k before issue 29). Issues
+	# 29-33 added +17 k (+103.1 k on 128.6 k): the seccomp check at
+	# start-up (/proc/self/status read and scanned, ~6 k), the allocator's
+	# own entry points and statistics found with the next allocator, the
+	# OpenTelemetry variable looked for in the loaded objects' hash
+	# tables, attach mode, held warnings, limits. The limit is 106 k; a
+	# failing dlsym at start-up (+5 k, +8 page faults) is what it caught.
+	if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 106000 ]; then
 		pass rel.cost.true_instructions
 	else
-		fail rel.cost.true_instructions "/bin/true: $a instructions alone, $b under the profiler (limit +100000)"
+		fail rel.cost.true_instructions "/bin/true: $a instructions alone, $b under the profiler (limit +106000)"
 	fi
 else
 	skip_tool rel.cost.true_instructions valgrind
