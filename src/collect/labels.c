@@ -48,6 +48,8 @@ typedef struct ls_table {
 } ls_table;
 
 static _Atomic(ls_table *) tab;
+/* A slot a thread is filling (never a set's address). */
+#define LS_BUSY ((const heapprof_labels *)(uintptr_t)1)
 static _Atomic uint64_t count;   /* sets made (or reserved) */
 static _Atomic uint64_t refused; /* interning refused by the cap */
 static const heapprof_labels *overflow_set; /* made with the table */
@@ -86,12 +88,6 @@ lset_new(const char *const *k, const char *const *v, size_t n, uint64_t h,
 	return s;
 }
 
-static const char *
-text_of(const heapprof_labels *s)
-{
-	return (const char *)(s->kv + s->n);
-}
-
 /* The table, mapped at the first call (NULL: no memory). */
 static ls_table *
 table_get(void)
@@ -120,8 +116,23 @@ table_get(void)
 	return expect; /* another thread's (ours stays unused in the arena) */
 }
 
+/* This thread is in intern() (a signal handler that interrupted it and
+ * interns too must not wait for the slot its own thread holds BUSY). */
+static __thread int interning __attribute__((tls_model("initial-exec")));
+
+static const heapprof_labels *intern(const char *const *kv, size_t n, int *rc);
+
 const heapprof_labels *
 heapprof__labels_intern(const char *const *kv, size_t n, int *rc)
+{
+	interning++;
+	const heapprof_labels *s = intern(kv, n, rc);
+	interning--;
+	return s;
+}
+
+static const heapprof_labels *
+intern(const char *const *kv, size_t n, int *rc)
 {
 	const char *k[LS_PAIRS], *v[LS_PAIRS];
 	size_t m = 0;
@@ -172,40 +183,71 @@ heapprof__labels_intern(const char *const *kv, size_t n, int *rc)
 	if (!t)
 		return NULL;
 	*rc = 0;
-	heapprof_labels *made = NULL;
 	for (size_t i = h & t->mask;; i = (i + 1) & t->mask) {
 		const heapprof_labels *s =
 			atomic_load_explicit(&t->slot[i], memory_order_acquire);
 		if (!s) {
-			if (!made) {
-				uint64_t c = atomic_fetch_add(&count, 1);
-				if (c >= cap_now()) {
-					atomic_fetch_sub(&count, 1);
-					atomic_fetch_add_explicit(&refused, 1,
-					                          memory_order_relaxed);
-					*rc = overflow_set ? 1 : -ENOMEM;
-					return overflow_set;
-				}
-				made = lset_new(k, v, m, h, len);
-				if (!made) {
-					atomic_fetch_sub(&count, 1);
-					*rc = -ENOMEM;
-					return NULL;
-				}
-			}
+			/* The slot is taken (BUSY) before a place under the cap
+			 * is: two threads making one set never both hold a
+			 * place, so the count never passes the sets made, and
+			 * a set refused once is refused for good (it had been
+			 * split: made by one thread, overflow for another,
+			 * rel.labels.stress_cap). */
 			const heapprof_labels *expect = NULL;
-			if (atomic_compare_exchange_strong(&t->slot[i], &expect,
-			                                   made))
+			if (!atomic_compare_exchange_strong(&t->slot[i], &expect,
+			                                    LS_BUSY)) {
+				i = (i - 1) & t->mask; /* look at it again */
+				continue;
+			}
+			heapprof_labels *made = NULL;
+			int full = 1;
+			if (atomic_fetch_add(&count, 1) < cap_now()) {
+				full = 0;
+				made = lset_new(k, v, m, h, len);
+			}
+			if (!made)
+				atomic_fetch_sub(&count, 1);
+			/* Published (or the slot given back), then answered. */
+			atomic_store_explicit(&t->slot[i], made,
+			                      memory_order_release);
+			if (made)
 				return made;
-			s = expect; /* another set landed here first */
+			if (!full) {
+				*rc = -ENOMEM;
+				return NULL;
+			}
+			atomic_fetch_add_explicit(&refused, 1,
+			                          memory_order_relaxed);
+			*rc = overflow_set ? 1 : -ENOMEM;
+			return overflow_set;
+		}
+		if (s == LS_BUSY) {
+			/* Another thread is making a set here: wait for it
+			 * (a few hundred instructions, unless it was
+			 * descheduled: a bound of 2^22 turns was met on a
+			 * loaded machine, and the set was split), then look
+			 * again. A signal handler that interrupted this
+			 * thread inside intern() would wait for itself: the
+			 * overflow set at once. The bound (about a second)
+			 * is for a fork child whose parent had a thread here. */
+			long w = 0;
+			while (interning == 1 &&
+			       atomic_load_explicit(&t->slot[i],
+			                            memory_order_acquire) == LS_BUSY &&
+			       ++w < (1L << 30))
+				__asm__ volatile("" ::: "memory");
+			if (interning != 1 || w >= (1L << 30)) {
+				atomic_fetch_add_explicit(&refused, 1,
+				                          memory_order_relaxed);
+				*rc = overflow_set ? 1 : -ENOMEM;
+				return overflow_set;
+			}
+			i = (i - 1) & t->mask;
+			continue;
 		}
 		if (s->hash == h && s->len == len && s->n == m &&
-		    (made ? !memcmp(text_of(s), text_of(made), len)
-		          : heapprof__labels_equal(s, k, v, m))) {
-			if (made)
-				atomic_fetch_sub(&count, 1); /* ours is not needed */
+		    heapprof__labels_equal(s, k, v, m))
 			return s;
-		}
 	}
 }
 
