@@ -174,7 +174,8 @@ exit_dump(void)
 		 * allocator's statistics (mallinfo2 waited for that lock for
 		 * ever: rel.exitsig) nor the loader's lock. Only where there
 		 * may be a profile: the walk costs page faults. */
-		int sig = heapprof__cfg.at_exit &&
+		int sig = !atomic_load(&heapprof__sandbox) && /* no call */
+		          heapprof__cfg.at_exit &&
 		          (heapprof__bucket_count() || heapprof__cfg.write_empty) &&
 		          heapprof__unwind_in_signal(t->stack_lo, t->stack_hi);
 		heapprof__in_handler += sig;
