@@ -250,13 +250,27 @@ mode_daemon(void)
 {
 	sink = malloc(100);
 	fflush(stdout);
+	/* The parent prints the child's pid once the child is past fork (its
+	 * fork handlers have run): on a loaded machine the test looked at the
+	 * child's descriptors before the child had run at all. */
+	int ready[2];
+	if (pipe(ready) != 0)
+		return 1;
 	pid_t p = fork();
 	if (p < 0)
 		return 1;
 	if (p > 0) {
+		char c;
+		close(ready[1]);
+		if (read(ready[0], &c, 1) != 1)
+			return 1;
 		printf("%d\n", (int)p);
 		return 0;
 	}
+	close(ready[0]);
+	if (write(ready[1], "r", 1) != 1)
+		_exit(1);
+	close(ready[1]);
 	setsid();
 	int null = open("/dev/null", O_RDWR);
 	dup2(null, 0), dup2(null, 1), dup2(null, 2);
