@@ -31,13 +31,14 @@
 #include "run_child.h"
 #include "parse.h"
 
-/* A relative HEAPPROF_PEAK_FILE made absolute: 0 or -errno. */
+/* Sets the environment variable name to path t, made absolute against
+ * the current directory if it is relative (the program may change
+ * directory): 0 or -errno. */
 static int
-absolute_peak_file(void)
+setenv_absolute(const char *name, const char *t)
 {
-	const char *t = getenv("HEAPPROF_PEAK_FILE");
-	if (!t || !*t || t[0] == '/')
-		return 0;
+	if (t[0] == '/')
+		return setenv(name, t, 1) ? -errno : 0;
 	char cwd[PATH_MAX];
 	if (!getcwd(cwd, sizeof(cwd)))
 		return -errno;
@@ -47,7 +48,7 @@ absolute_peak_file(void)
 		return -ENOMEM;
 	snprintf(abs, n, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "",
 	         t[0] == '.' && t[1] == '/' ? t + 2 : t);
-	int rc = setenv("HEAPPROF_PEAK_FILE", abs, 1) ? -errno : 0;
+	int rc = setenv(name, abs, 1) ? -errno : 0;
 	free(abs);
 	return rc;
 }
@@ -55,9 +56,12 @@ absolute_peak_file(void)
 int
 cli_run_absolute_output(void)
 {
-	int prc = absolute_peak_file();
-	if (prc)
-		return prc;
+	const char *pk = getenv("HEAPPROF_PEAK_FILE");
+	if (pk && *pk) {
+		int prc = setenv_absolute("HEAPPROF_PEAK_FILE", pk);
+		if (prc)
+			return prc;
+	}
 	const char *t = getenv("HEAPPROF_OUT");
 	if (!t || !*t) {
 		const char *f = getenv("HEAPPROF_FORMAT");
@@ -85,20 +89,7 @@ cli_run_absolute_output(void)
 	    (size_t)snprintf(numbered, sizeof(numbered), "%s", t) < sizeof(numbered) &&
 	    heapprof__tmpl_add_seq(numbered, sizeof(numbered)) == 1)
 		t = numbered;
-	if (t[0] == '/')
-		return setenv("HEAPPROF_OUT", t, 1) ? -errno : 0;
-	char cwd[PATH_MAX];
-	if (!getcwd(cwd, sizeof(cwd)))
-		return -errno;
-	size_t n = strlen(cwd) + strlen(t) + 2;
-	char *abs = malloc(n);
-	if (!abs)
-		return -ENOMEM;
-	snprintf(abs, n, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "",
-	         t[0] == '.' && t[1] == '/' ? t + 2 : t);
-	int rc = setenv("HEAPPROF_OUT", abs, 1) ? -errno : 0;
-	free(abs);
-	return rc;
+	return setenv_absolute("HEAPPROF_OUT", t);
 }
 
 /* ------------------------------------------------ what LD_PRELOAD can do */
