@@ -432,12 +432,15 @@ if command -v valgrind >/dev/null 2>&1; then
 	# start-up (/proc/self/status read and scanned, ~6 k), the allocator's
 	# own entry points and statistics found with the next allocator, the
 	# OpenTelemetry variable looked for in the loaded objects' hash
-	# tables, attach mode, held warnings, limits. The limit is 106 k; a
-	# failing dlsym at start-up (+5 k, +8 page faults) is what it caught.
-	if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 106000 ]; then
+	# tables, attach mode, held warnings, limits. The figure grows with the
+	# environment (the start-up scans it for HEAPPROF_ names): +103.1 k in
+	# /work/main, +106.2 k in a clean clone under /tmp/tmp.* (CI). The
+	# limit is 110 k; a failing dlsym at start-up (+5 k, +8 page faults)
+	# is what it caught.
+	if [ -n "$a" ] && [ -n "$b" ] && [ $((b - a)) -le 110000 ]; then
 		pass rel.cost.true_instructions
 	else
-		fail rel.cost.true_instructions "/bin/true: $a instructions alone, $b under the profiler (limit +106000)"
+		fail rel.cost.true_instructions "/bin/true: $a instructions alone, $b under the profiler (limit +110000)"
 	fi
 else
 	skip_tool rel.cost.true_instructions valgrind

@@ -27,7 +27,12 @@ while [ $i -lt $N ]; do
 	if [ $RC -ne 0 ]; then
 		bad=$((bad + 1)); why="$why run $i status $RC;"; continue
 	fi
-	if ! "$HEAPPROF" top "$TMPD/h.pb.gz" 2>/dev/null |
+	# A SIGALRM that lands inside the profiler itself (a sample being
+	# recorded) gets no exit profile, by design, and says so (init.c):
+	# that run ended, which is what this test is about (a hang).
+	if [ ! -f "$TMPD/h.pb.gz" ] && grep -q 'called inside the profiler' "$TMPD/h.out"; then
+		:
+	elif ! "$HEAPPROF" top "$TMPD/h.pb.gz" 2>/dev/null |
 		grep -q 'allocator=skipped(dump in a signal handler'; then
 		bad=$((bad + 1)); why="$why run $i: no profile or figures not skipped;"
 	fi
