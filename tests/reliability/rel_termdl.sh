@@ -14,7 +14,9 @@
 # gzip profile too, unless the signal landed inside the profiler itself
 # (which may hold its locks then: no profile, one warning, as for every
 # ending there). Program rprog_termdl.c (loops over libcrypt, or
-# librchurn).
+# librchurn). In the exit mode the program blocks SIGTERM across dlclose
+# (glibc's own exit-in-handler deadlock there: see the program). A hang
+# prints every thread's stack (hang_dump) before the kill.
 . "$(dirname "$0")/lib.sh"
 need_lib rel.termdl
 oracle_tmpdir
@@ -39,6 +41,8 @@ while [ $i -lt $runs ]; do
 	n2=0
 	while kill -0 $pid 2>/dev/null && [ $n2 -lt 300 ]; do sleep 0.1; n2=$((n2 + 1)); done
 	if kill -0 $pid 2>/dev/null; then
+		# where it waits, in the log: a hang is diagnosed, not retried
+		hang_dump $pid | sed "s/^/  $mode.r$i: /" >&2
 		kill -KILL $pid; wait $pid
 		bad=$((bad + 1)); what="$what hang"
 		continue
