@@ -10,8 +10,10 @@
  * bytes at most in all. Everything read is checked: a NULL or low pointer,
  * valid != 1 (before or after the copy: a torn record), a size past 612,
  * an entry running past the size, a NUL in a value: no labels. An
- * attribute is a label otel.attr.K (K: its key index; the key names of
- * the process context, OTEP 4719, are not read yet). HEAPPROF_OTEL_IDS=1
+ * attribute is a label named as the process context's
+ * threadlocal.attribute_key_map names its key index (OTEP 4719,
+ * otel_procctx.c: one pointer loaded here), else otel.attr.K (K: its key
+ * index). HEAPPROF_OTEL_IDS=1
  * adds trace_id and span_id (hex) labels: one set per span, which the cap
  * on sets (labels.c) bounds.
  *
@@ -41,6 +43,7 @@
 
 #include "collect.h"
 #include "labels.h"
+#include "otel_procctx.h"
 
 #define REC_MAX 640
 #define HDR 28
@@ -94,6 +97,8 @@ from_record(const uint8_t *rec)
 	const char *kv[2 * (MAX_ATTRS + 2)];
 	char text[MAX_ATTRS * 16 + REC_MAX + 64];
 	size_t n = 0, at = 0;
+	const hp_keymap *km =
+		atomic_load_explicit(&heapprof__otel_keymap, memory_order_acquire);
 	for (size_t p = HDR; p < (size_t)HDR + size;) {
 		if (p + 2 > (size_t)HDR + size)
 			return NULL;
@@ -104,15 +109,19 @@ from_record(const uint8_t *rec)
 		                                  * bound in every process) */
 			if (!b[p + 2 + i])
 				return NULL;
-		kv[2 * n] = text + at;
-		memcpy(text + at, "otel.attr.", 10); /* no snprintf: ~1,500 */
-		at += 10;                            /* instructions a sample */
-		if (key >= 100)
-			text[at++] = (char)('0' + key / 100);
-		if (key >= 10)
-			text[at++] = (char)('0' + key / 10 % 10);
-		text[at++] = (char)('0' + key % 10);
-		text[at++] = 0;
+		if (km && key < km->n && km->name[key]) {
+			kv[2 * n] = km->name[key]; /* the arena's: never freed */
+		} else {
+			kv[2 * n] = text + at;
+			memcpy(text + at, "otel.attr.", 10); /* no snprintf: ~1,500 */
+			at += 10;                   /* instructions a sample */
+			if (key >= 100)
+				text[at++] = (char)('0' + key / 100);
+			if (key >= 10)
+				text[at++] = (char)('0' + key / 10 % 10);
+			text[at++] = (char)('0' + key % 10);
+			text[at++] = 0;
+		}
 		kv[2 * n + 1] = text + at;
 		memcpy(text + at, b + p + 2, len);
 		text[at + len] = 0;
@@ -276,5 +285,6 @@ heapprof__otel_resolve(int startup)
 	}
 	off = (intptr_t)(a - tp);
 	atomic_store_explicit(&found, 1, memory_order_release);
+	heapprof__procctx_enable(); /* the key names (otel_procctx.c) */
 	errno = saved;
 }

@@ -45,6 +45,12 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "otel_procctx.h"
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
 
 /* heapprof__sandbox itself is defined in unwind.c, which every build of
  * the capture links (the unit tests and bench_unwind link the unwinder
@@ -147,7 +153,10 @@ syscall(long n, ...)
 	    (n == SYS_prctl && a == PR_SET_SECCOMP &&
 	     (b == SECCOMP_MODE_STRICT || (b == SECCOMP_MODE_FILTER && c))))
 		entering();
-	return with_errno(raw6(n, a, b, c, d, e, f));
+	long r = raw6(n, a, b, c, d, e, f);
+	if (n == SYS_prctl && a == PR_SET_VMA && b == PR_SET_VMA_ANON_NAME && e)
+		heapprof__procctx_prctl((unsigned long)c, (unsigned long)e);
+	return with_errno(r);
 }
 
 HP_EXPORT int
@@ -161,8 +170,12 @@ prctl(int option, ...)
 	if (option == PR_SET_SECCOMP &&
 	    (b == SECCOMP_MODE_STRICT || (b == SECCOMP_MODE_FILTER && c)))
 		entering();
-	return (int)with_errno(raw6(SYS_prctl, option, (long)b, (long)c, (long)d,
-	                            (long)e, 0));
+	long r = raw6(SYS_prctl, option, (long)b, (long)c, (long)d, (long)e, 0);
+	/* An OpenTelemetry process context's publication or update
+	 * (otel_procctx.c), the kernel able to name mappings or not. */
+	if (option == PR_SET_VMA && b == PR_SET_VMA_ANON_NAME && e)
+		heapprof__procctx_prctl(c, e);
+	return (int)with_errno(r);
 }
 
 /* setrlimit and prlimit: RLIMIT_AS is read at start-up, never on a

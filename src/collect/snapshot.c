@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "collect.h"
+#include "otel_procctx.h"
 #include "dwarf_dl.h"
 #include "dwarf_sym.h"
 #include "elffile.h"
@@ -396,6 +397,7 @@ heapprof__snapshot_write_ex(heapprof_write_fn *write, void *arg,
 {
 	int64_t now = heapprof__now_nanos();
 	heapprof__range_limit_refresh(); /* a dump: limits may be read (range.c) */
+	heapprof__procctx_poll(); /* OpenTelemetry key names (otel_procctx.c) */
 	heapprof_record *recs;
 	size_t n;
 	hp_baseline next;
