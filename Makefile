@@ -76,6 +76,7 @@ $(B)/obj/%.o: %.c | check-deps
 # endpoint's thread, or an API caller's stack, which the encoder needs
 # anyway): lazy. So do unloaded.c and unload_hook.c (dumps, and the
 # program's dlclose, never inside malloc), and
+# otel_procctx.c (the constructor, the program's prctl, dumps), and
 # config.c and parse.c, which run once, in the constructor: a process
 # binds only the few of their calls it makes (101 -> 76 symbols bound at
 # load; /bin/true +104 k -> +90 k instructions, BENCHMARKS.md).
