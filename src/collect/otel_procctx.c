@@ -457,12 +457,16 @@ heapprof__procctx_enable(void)
 void
 heapprof__procctx_prctl(unsigned long addr, unsigned long name)
 {
+	/* Before otel.c found its variable (the constructor: a context
+	 * published earlier is found in the maps then) or under a seccomp
+	 * filter (which may forbid process_vm_readv): nothing. */
+	if (!atomic_load(&enabled) || atomic_load(&heapprof__sandbox) || !addr)
+		return;
 	char n[9];
 	int saved = errno;
-	if (addr && !safe_read(n, name, sizeof(n)) && !memcmp(n, "OTEL_CTX", 9)) {
+	if (!safe_read(n, name, sizeof(n)) && !memcmp(n, "OTEL_CTX", 9)) {
 		atomic_store(&hdr, (uintptr_t)addr);
-		if (atomic_load(&enabled))
-			refresh(0);
+		refresh(0);
 	}
 	errno = saved;
 }
