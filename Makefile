@@ -45,7 +45,8 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 ITEST_C  := $(wildcard tests/integration/prog_*.c)
 ITEST_CC := $(wildcard tests/integration/prog_*.cc)
 ITEST_BIN := $(patsubst tests/integration/%.c,$(B)/tests/%,$(ITEST_C)) \
-	$(patsubst tests/integration/%.cc,$(B)/tests/%,$(ITEST_CC))
+	$(patsubst tests/integration/%.cc,$(B)/tests/%,$(ITEST_CC)) \
+	$(B)/tests/prog_customlabels1
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
@@ -146,6 +147,13 @@ $(B)/tests/test_%: tests/unit/test_%.c $(TOOL_OBJ)
 $(B)/tests/prog_otel: tests/integration/prog_otel.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -rdynamic -o $@ $<
+# prog_customlabels(1): -rdynamic too (custom labels ABI v0; v1).
+$(B)/tests/prog_customlabels: tests/integration/prog_customlabels.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -rdynamic -o $@ $< -lpthread
+$(B)/tests/prog_customlabels1: tests/integration/prog_customlabels.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -DCL_V1 -O1 -g -fno-omit-frame-pointer -fno-inline -rdynamic -o $@ $< -lpthread
 $(B)/tests/prog_%: tests/integration/prog_%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -Iinclude -o $@ $< -lpthread -ldl -lm

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "customlabels.h"
 #include "labels.h"
 
 _Atomic int heapprof__attach_on;
@@ -326,6 +327,7 @@ heapprof_attach_start(long rate)
 	/* our entry points now the program's: samples may be taken */
 	heapprof__unreached = 0;
 	heapprof__otel_resolve(0); /* outside malloc (otel.c) */
+	heapprof__customlabels_resolve(0);
 	scan_all(FREEING); /* every free first: then no sample can reach
 	                    * a free that does not know it */
 	scan_all(NFN);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "collect.h"
+#include "customlabels.h"
 #include "labels.h"
 #include "parse.h"
 #include "unloaded.h"
@@ -319,11 +320,13 @@ heapprof_init(int argc, char **argv, char **envp)
 		heapprof__cfg.dump_pressure_ms = 0;
 		heapprof__cfg.peak_file[0] = 0;
 	}
-	/* The OpenTelemetry thread context's variable, looked up here and
-	 * never inside malloc (otel.c says why). */
+	/* The OpenTelemetry thread context's variable and custom labels',
+	 * looked up here and never inside malloc (otel.c says why). */
 	if (!heapprof__unreached &&
-	    atomic_load_explicit(&heapprof__cfg.rate, memory_order_relaxed) > 0)
+	    atomic_load_explicit(&heapprof__cfg.rate, memory_order_relaxed) > 0) {
 		heapprof__otel_resolve(1);
+		heapprof__customlabels_resolve(1);
+	}
 	heapprof__peak_init();
 	/* The bucket table is mapped by the first sample (bucket.c). */
 	/* What the unwinder cannot do later (stack.c): /proc/self/maps read

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "collect.h"
+#include "customlabels.h"
 #include "labels.h"
 
 #define LS_PAIRS 64
@@ -341,10 +342,13 @@ heapprof_labels_restore(const heapprof_labels *saved)
 	(void)labels_use(saved);
 }
 
-/* Sampled path: the thread's own set, else its OpenTelemetry context's. */
+/* Sampled path: the thread's own set, else its OpenTelemetry context's,
+ * else its custom labels' (customlabels.c). */
 const heapprof_labels *
 heapprof__labels_sample(void)
 {
 	const heapprof_labels *s = heapprof__labels_cur;
-	return s ? s : heapprof__otel_labels();
+	if (!s)
+		s = heapprof__otel_labels();
+	return s ? s : heapprof__customlabels_labels();
 }

@@ -18,7 +18,8 @@
  * on sets (labels.c) bounds.
  *
  * Where the variable is comes from the loaded objects' own symbol tables
- * (their .gnu.hash, walked with dl_iterate_phdr: the variable's offset in
+ * (their .gnu.hash, walked with dl_iterate_phdr by tlssym.c, shared with
+ * customlabels.c: the variable's offset in
  * its object's TLS block plus that block's address in this thread), once,
  * by the constructor (or heapprof_attach_start's dlsym), never on the
  * sampled path. At start-up a failing dlsym cost every process 8 page
@@ -44,6 +45,7 @@
 #include "collect.h"
 #include "labels.h"
 #include "otel_procctx.h"
+#include "tlssym.h"
 
 #define REC_MAX 640
 #define HDR 28
@@ -53,18 +55,6 @@
  * `found` (set once, before sampling begins or with a release store). */
 static intptr_t off;
 static _Atomic int found;
-
-static inline uintptr_t
-thread_pointer(void)
-{
-	uintptr_t tp = 0;
-#if defined(__x86_64__)
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-#elif defined(__aarch64__)
-	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
-#endif
-	return tp;
-}
 
 static void
 hex(char *out, const uint8_t *b, size_t n)
@@ -155,136 +145,16 @@ heapprof__otel_labels(void)
 	if (!atomic_load_explicit(&found, memory_order_acquire))
 		return NULL;
 	const uint8_t *rec;
-	memcpy(&rec, (const void *)(thread_pointer() + (uintptr_t)off), sizeof(rec));
+	memcpy(&rec, (const void *)(heapprof__thread_pointer() + (uintptr_t)off), sizeof(rec));
 	return from_record(rec);
-}
-
-/* --------------------------------------- the variable, from .gnu.hash */
-
-typedef struct {
-	const char *name;
-	uint32_t hash;
-	uintptr_t addr; /* this thread's copy, once found */
-} tls_find;
-
-/* d_ptr of a dynamic entry as an address (glibc relocates most in place;
- * an object whose dynamic section is read-only keeps them relative). */
-static uintptr_t
-dyn_ptr(uintptr_t base, ElfW(Addr) v)
-{
-	return v < base ? base + v : v;
-}
-
-static int
-tls_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	tls_find *f = arg;
-	if (!info->dlpi_tls_data)
-		return 0; /* no TLS in this object (or none for this thread) */
-	const ElfW(Dyn) *dyn = NULL;
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(info->dlpi_addr +
-			                          info->dlpi_phdr[i].p_vaddr);
-	if (!dyn)
-		return 0;
-	uintptr_t base = info->dlpi_addr, gh = 0, sym = 0, str = 0;
-	for (; dyn->d_tag != DT_NULL; dyn++) {
-		if (dyn->d_tag == DT_GNU_HASH)
-			gh = dyn_ptr(base, dyn->d_un.d_ptr);
-		else if (dyn->d_tag == DT_SYMTAB)
-			sym = dyn_ptr(base, dyn->d_un.d_ptr);
-		else if (dyn->d_tag == DT_STRTAB)
-			str = dyn_ptr(base, dyn->d_un.d_ptr);
-	}
-	if (!gh || !sym || !str)
-		return 0;
-	/* The GNU hash table: nbuckets, symoffset, bloom words, bloom
-	 * shift; the Bloom filter, the buckets, the chains. */
-	const uint32_t *h = (const uint32_t *)gh;
-	uint32_t nb = h[0], symoff = h[1], nbloom = h[2], shift = h[3];
-	if (!nb || !nbloom)
-		return 0;
-	const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
-	const uint32_t *buckets = (const uint32_t *)(bloom + nbloom);
-	const uint32_t *chain = buckets + nb;
-	const unsigned bits = sizeof(ElfW(Addr)) * 8;
-	ElfW(Addr) word = bloom[(f->hash / bits) % nbloom];
-	ElfW(Addr) mask = ((ElfW(Addr))1 << (f->hash % bits)) |
-	                  ((ElfW(Addr))1 << ((f->hash >> shift) % bits));
-	if ((word & mask) != mask)
-		return 0;
-	uint32_t i = buckets[f->hash % nb];
-	if (i < symoff)
-		return 0;
-	const ElfW(Sym) *syms = (const ElfW(Sym) *)sym;
-	for (;; i++) {
-		uint32_t h2 = chain[i - symoff];
-		const ElfW(Sym) *s = &syms[i];
-		if ((h2 | 1) == (f->hash | 1) &&
-		    strcmp((const char *)str + s->st_name, f->name) == 0) {
-			if (ELF64_ST_TYPE(s->st_info) == STT_TLS &&
-			    s->st_shndx != SHN_UNDEF) {
-				f->addr = (uintptr_t)info->dlpi_tls_data + s->st_value;
-				return 1;
-			}
-			return 0; /* defined otherwise, or a reference */
-		}
-		if (h2 & 1)
-			return 0;
-	}
-}
-
-/* This thread's copy of the TLS variable `name`, defined in a loaded
- * object's .dynsym, or 0. The first definition in load order, as the
- * loader's lookup would find (the executable first). */
-static uintptr_t
-tls_symbol(const char *name)
-{
-	tls_find f = {name, 5381, 0};
-	for (const char *c = name; *c; c++)
-		f.hash = f.hash * 33 + (uint8_t)*c;
-	dl_iterate_phdr(tls_cb, &f);
-	return f.addr;
 }
 
 void
 heapprof__otel_resolve(int startup)
 {
-	uintptr_t tp = thread_pointer();
-	if (!tp || atomic_load_explicit(&found, memory_order_relaxed))
-		return;
-	int saved = errno;
-	uintptr_t a = tls_symbol("otel_thread_ctx_v1");
-	if (!a) {
-		errno = saved;
-		return;
+	if (!atomic_load_explicit(&found, memory_order_relaxed) &&
+	    heapprof__tls_static_off("otel_thread_ctx_v1", startup, NULL, &off)) {
+		atomic_store_explicit(&found, 1, memory_order_release);
+		heapprof__procctx_enable(); /* the key names (otel_procctx.c) */
 	}
-	/* At start-up every object's TLS is static. Later (attach), the
-	 * loader's static TLS size bounds it, when the loader says it
-	 * (glibc's, as the sanitizers read it); else it is not read. */
-	if (!startup) {
-		void (*info)(size_t *, size_t *);
-		void *f = dlsym(RTLD_DEFAULT, "_dl_get_tls_static_info");
-		memcpy(&info, &f, sizeof(info));
-		size_t size = 0, align = 0;
-		if (info)
-			info(&size, &align);
-		else
-			(void)dlerror();
-#if defined(__x86_64__)
-		int in_static = a < tp && tp - a <= size;
-#else
-		int in_static = a >= tp && a - tp < size;
-#endif
-		if (!in_static) {
-			errno = saved;
-			return;
-		}
-	}
-	off = (intptr_t)(a - tp);
-	atomic_store_explicit(&found, 1, memory_order_release);
-	heapprof__procctx_enable(); /* the key names (otel_procctx.c) */
-	errno = saved;
 }

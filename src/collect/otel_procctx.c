@@ -450,8 +450,10 @@ refresh(int scan)
 void
 heapprof__procctx_enable(void)
 {
+	int saved = errno;
 	atomic_store(&enabled, 1);
 	refresh(1);
+	errno = saved;
 }
 
 void
