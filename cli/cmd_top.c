@@ -7,6 +7,7 @@
  * with the same locations and labels are merged before anything is summed,
  * as pprof's profile.Merge does; sums wrap as Go's int64 arithmetic.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <regex.h>
@@ -193,6 +194,13 @@ run_top(top *t, const uint8_t *buf, size_t len, const char *path,
 	}
 	if (t->min_age >= 0 && (rc = check_age(t, path, (size_t)vi)) != 0)
 		return rc;
+	if (t->tag_numeric) {
+		cli_err("top: --tagfocus %s: a number range, which pprof compares "
+		        "with %zu numeric labels in their units: not supported "
+		        "(go tool pprof -tagfocus does it)", t->tag_text,
+		        t->tag_numeric);
+		return 2;
+	}
 
 	/* The graph: nodes with a value, then those above the cutoff. */
 	node **g = malloc((t->nnodes ? t->nnodes : 1) * sizeof(*g));
@@ -376,6 +384,47 @@ subtract_base(uint8_t **buf, size_t *len, const char *path, const char *base)
 	return 0;
 }
 
+/* The end of pprof's number at v (tagFilterRangeRx: [+-]?digits, then
+ * letters for a unit), or NULL if none starts there. */
+static const char *
+range_num(const char *v)
+{
+	const char *p = v + (*v == '+' || *v == '-');
+	if (!isdigit((unsigned char)*p))
+		return NULL;
+	while (isdigit((unsigned char)*p))
+		p++;
+	while (isalpha((unsigned char)*p))
+		p++;
+	return p;
+}
+
+/* Whether pprof's parseTagFilterRange reads v as a number range: its
+ * first two numbers (leftmost, not overlapping) are v itself, "N:", ":N"
+ * or "N:M". Then pprof filters numeric labels, not string ones. */
+static int
+tag_is_range(const char *v)
+{
+	const char *b[2], *e[2];
+	int n = 0;
+	for (const char *p = v; *p && n < 2;) {
+		const char *q = range_num(p);
+		if (!q) {
+			p++;
+			continue;
+		}
+		b[n] = p;
+		e[n++] = q;
+		p = q;
+	}
+	size_t len = strlen(v);
+	if (n == 1)
+		return (b[0] == v && (*e[0] == 0 || (e[0][0] == ':' && !e[0][1]))) ||
+		       (b[0] == v + 1 && v[0] == ':' && *e[0] == 0);
+	return n == 2 && b[0] == v && e[0][0] == ':' && b[1] == e[0] + 1 &&
+	       e[1] == v + len;
+}
+
 /* --tagfocus KEY=RE[,RE...] into t: 0, or 2 (said why). */
 static int
 tagfocus_compile(top *t, const char *spec, int64_t min_age)
@@ -387,6 +436,14 @@ tagfocus_compile(top *t, const char *spec, int64_t min_age)
 		return 2;
 	}
 	t->tag_keylen = (size_t)(eq - spec);
+	if (tag_is_range(eq + 1)) {
+		/* pprof's words, on stderr as pprof says them */
+		fprintf(stderr, "tagfocus:Interpreted '%s' as range, not regexp\n",
+		        eq + 1);
+		t->tag_range = 1;
+		t->tag_text = spec;
+		return 0;
+	}
 	for (const char *r = eq + 1;;) {
 		size_t l = strcspn(r, ",");
 		char *z = strndup(r, l);

@@ -125,17 +125,25 @@ grow_slots(top *t)
 }
 
 /* --tagfocus KEY=RE,...: whether sample s has a string label KEY whose
- * value one of the REs matches (pprof's compileTagFilter, with a key). */
+ * value one of the REs matches (pprof's compileTagFilter, with a key).
+ * A value pprof reads as a number range (t->tag_range) selects numeric
+ * labels only, which it compares in units: no string label matches, and
+ * a numeric label of KEY is counted (the caller refuses). */
 static int
-tag_ok(const top *t, const pprof_sample *s)
+tag_ok(top *t, const pprof_sample *s)
 {
 	if (!t->tag_text)
 		return 1;
 	for (size_t j = 0; j < s->nlabels; j++) {
 		size_t kl, vl;
 		const char *k = heapprof__pprof_string(&t->d, s->labels[j].key, &kl);
-		if (!s->labels[j].str || kl != t->tag_keylen ||
-		    memcmp(k, t->tag_text, kl))
+		if (kl != t->tag_keylen || memcmp(k, t->tag_text, kl))
+			continue;
+		if (t->tag_range) {
+			t->tag_numeric += !s->labels[j].str;
+			continue;
+		}
+		if (!s->labels[j].str)
 			continue;
 		const char *v = heapprof__pprof_string(&t->d, s->labels[j].str, &vl);
 		char *z = strndup(v, vl);

@@ -48,6 +48,8 @@ typedef struct top {
 	size_t tag_keylen;    /* its key: tag_text[0 .. tag_keylen) */
 	regex_t tag_re[16];   /* its regular expressions */
 	int ntag;
+	int tag_range;        /* its value is a number range to pprof */
+	size_t tag_numeric;   /* samples with a numeric label of its key */
 	size_t aged;     /* samples with an age_s label */
 	top_err *err;    /* --error, or NULL */
 	int err_base;    /* --error with --base: no intervals */

@@ -289,6 +289,7 @@ collect_records(const hp_snap_opts *o, heapprof_record **out, size_t *nout,
 	}
 	if (next && baseline_alloc(next, cap) != 0) {
 		free(recs);
+		free(lab);
 		return -ENOMEM;
 	}
 	/* With o->peak: each bucket's objects at the peak, by id, then

@@ -32,6 +32,7 @@
 #include "pb.h"
 #include "strtab.h"
 #include "u64map.h"
+#include "utf8.h"
 
 /* profile.proto field numbers (perftools.profiles.Profile). */
 enum {
@@ -172,16 +173,32 @@ find_mapping(const enc *e, uint64_t addr)
  * an exit handler): without one the name stays mangled, name equal to
  * system_name, which go tool pprof and heapprof's tools demangle when they
  * show it. */
+/* Interns the n bytes at s as valid UTF-8 (utf8.h: proto3 strings; an
+ * invalid run becomes U+FFFD). */
+static int
+intern_n(enc *e, const char *s, size_t n, uint32_t *id)
+{
+	if (heapprof__utf8_valid(s, n))
+		return heapprof__strtab_intern(&e->st, s, n, id);
+	size_t fn;
+	char *f = heapprof__utf8_fix(s, n, &fn);
+	if (!f)
+		return -ENOMEM;
+	int rc = heapprof__strtab_intern(&e->st, f, fn, id);
+	free(f);
+	return rc;
+}
+
 static int
 symbol_names(enc *e, const char *raw, const char *sys_given, uint32_t *name,
              uint32_t *sys)
 {
 	size_t n = heapprof__sym_unversioned_len(raw);
-	HP_TRY(heapprof__strtab_intern(&e->st, raw, n, name));
+	HP_TRY(intern_n(e, raw, n, name));
 	*sys = *name;
 	if (sys_given) {
 		size_t sn = heapprof__sym_unversioned_len(sys_given);
-		return heapprof__strtab_intern(&e->st, sys_given, sn, sys);
+		return intern_n(e, sys_given, sn, sys);
 	}
 	if (n < 3 || raw[0] != '_' || raw[1] != 'Z')
 		return 0;
@@ -195,7 +212,7 @@ symbol_names(enc *e, const char *raw, const char *sys_given, uint32_t *name,
 	free(z);
 	if (!d)
 		return 0;
-	int rc = heapprof__strtab_intern(&e->st, d, strlen(d), name);
+	int rc = intern_n(e, d, strlen(d), name);
 	free(d);
 	return rc;
 }
@@ -204,6 +221,15 @@ static int
 function_id(enc *e, const char *raw, uint32_t *out)
 {
 	uint32_t rid;
+	if (!heapprof__utf8_valid(raw, strlen(raw))) {
+		size_t fn;
+		char *f = heapprof__utf8_fix(raw, strlen(raw), &fn);
+		if (!f)
+			return -ENOMEM;
+		int rc = function_id(e, f, out);
+		free(f);
+		return rc;
+	}
 	HP_TRY(heapprof__strtab_intern(&e->st, raw, strlen(raw), &rid));
 	if (rid >= e->fn_ids_cap) {
 		size_t ncap = e->fn_ids_cap ? e->fn_ids_cap : 256;
@@ -240,8 +266,7 @@ frame_function(enc *e, const heapprof_frame *f, uint64_t *out)
 	HP_TRY(symbol_names(e, f->function, f->system_name, &k.name,
 	                    &k.system_name));
 	if (f->file)
-		HP_TRY(heapprof__strtab_intern(&e->st, f->file, strlen(f->file),
-		                               &k.filename));
+		HP_TRY(intern_n(e, f->file, strlen(f->file), &k.filename));
 	k.start_line = f->start_line;
 	int is_new;
 	HP_TRY(heapprof__fntab_get(&e->fns, &k, out, &is_new));
@@ -387,7 +412,7 @@ value_type(enc *e, uint32_t field, uint32_t type, uint32_t unit)
 static int
 intern(enc *e, const char *s, uint32_t *id)
 {
-	return heapprof__strtab_intern(&e->st, s, strlen(s), id);
+	return intern_n(e, s, strlen(s), id);
 }
 
 /* The two peak sample types, after Go's four (tools that index 0..3 keep
