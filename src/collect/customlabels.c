@@ -80,7 +80,9 @@ static _Atomic int found;
 
 /* ------------------------------------------------ the readable mappings */
 
-static uintptr_t lo[CL_RANGES], hi[CL_RANGES];
+/* (HP_BIG_BSS: 16 KiB a process without custom labels never touches,
+ * kept off the pages of the small state that every process touches) */
+HP_BIG_BSS static uintptr_t lo[CL_RANGES], hi[CL_RANGES];
 static size_t nranges;
 static _Atomic unsigned seq;
 static atomic_flag rebuilding = ATOMIC_FLAG_INIT;
@@ -89,7 +91,7 @@ static _Atomic uintptr_t bad; /* a page still unreadable after a re-read */
 /* Reads /proc/self/maps into the table: the start, end and first
  * permission character of each line, a byte at a time through a buffer;
  * no allocation, no stdio. The caller holds `rebuilding`. */
-static void
+HP_RARE static void
 maps_read(void)
 {
 	int saved = errno;
@@ -99,7 +101,7 @@ maps_read(void)
 		return;
 	}
 	atomic_fetch_add_explicit(&seq, 1, memory_order_acq_rel); /* odd */
-	static char buf[4096];
+	HP_BIG_BSS static char buf[4096];
 	size_t n = 0;
 	int field = 0; /* 0: start, 1: end, 2: permissions, 3: the rest */
 	int r = 0, vvar = 0; /* readable; "[vvar" seen so far (its pages
@@ -268,7 +270,7 @@ heapprof__customlabels_labels(void)
 
 /* --------------------------------------------------------- the variable */
 
-void
+HP_RARE void
 heapprof__customlabels_resolve(int startup)
 {
 	if (atomic_load_explicit(&found, memory_order_relaxed))

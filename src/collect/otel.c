@@ -149,7 +149,7 @@ heapprof__otel_labels(void)
 	return from_record(rec);
 }
 
-void
+HP_RARE void
 heapprof__otel_resolve(int startup)
 {
 	if (!atomic_load_explicit(&found, memory_order_relaxed) &&

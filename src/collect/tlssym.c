@@ -25,13 +25,13 @@ typedef struct {
 
 /* d_ptr of a dynamic entry as an address (glibc relocates most in place;
  * an object whose dynamic section is read-only keeps them relative). */
-static uintptr_t
+HP_RARE static uintptr_t
 dyn_ptr(uintptr_t base, ElfW(Addr) v)
 {
 	return v < base ? base + v : v;
 }
 
-static uint32_t
+HP_RARE static uint32_t
 gnu_hash(const char *name)
 {
 	uint32_t h = 5381;
@@ -45,7 +45,7 @@ typedef struct {
 } dyn_tables;
 
 /* The symbol `name` (hash h) defined in the object, or NULL. */
-static const ElfW(Sym) *
+HP_RARE static const ElfW(Sym) *
 lookup(const dyn_tables *t, const char *name, uint32_t hash)
 {
 	/* The GNU hash table: nbuckets, symoffset, bloom words, bloom
@@ -78,13 +78,35 @@ lookup(const dyn_tables *t, const char *name, uint32_t hash)
 	}
 }
 
-static int
+/* Whether one of the object's loaded segments holds address a. */
+HP_RARE static int
+holds(const struct dl_phdr_info *info, uintptr_t a)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && a >= lo && a - lo < ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+HP_RARE static int
 tls_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
 	tls_find *f = arg;
 	if (!info->dlpi_tls_data)
 		return 0; /* no TLS in this object (or none for this thread) */
+	/* Neither libc nor libheapprof.so defines these variables: their
+	 * symbol tables are not read (each lookup touched pages of libc's
+	 * .gnu.hash and .dynsym that nothing else does: +2 to +3 page faults
+	 * per process with the custom-labels names, rel.cost.exec_faults).
+	 * A program that links libheapprof.a is the main object (no name). */
+	uintptr_t own = (uintptr_t)&heapprof__tls_static_off;
+	uintptr_t libc = (uintptr_t)&dl_iterate_phdr;
+	if (holds(info, libc) || (info->dlpi_name[0] && holds(info, own)))
+		return 0;
 	const ElfW(Dyn) *dyn = NULL;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
@@ -120,7 +142,7 @@ tls_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-int
+HP_RARE int
 heapprof__tls_static_off(const char *name, int startup,
                          heapprof_tls_peer *peer, intptr_t *off)
 {
