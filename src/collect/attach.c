@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -75,7 +76,14 @@ typedef struct chunk {
 	slot s[CHUNK];
 } chunk;
 static chunk *slots;               /* under lock */
-static unsigned long long scanned_adds; /* dlpi_adds at the last scan */
+static unsigned long long scanned_adds; /* dlpi_adds at the last complete
+                                         * scan */
+/* glibc 2.35's _dl_find_object (looked up at the attach, under lock): it
+ * knows an object only once the loader has relocated it and protected its
+ * RELRO; NULL before 2.35. */
+static int (*find_object)(void *, void *);
+static int scan_pending; /* a scan met an object still being loaded (under
+                          * lock) */
 
 /* Writes v at p, making p's page writable for the time (RELRO). */
 static int
@@ -190,6 +198,16 @@ scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	 * relocated */
 	if (!dyn || (info->dlpi_name && strncmp(info->dlpi_name, "linux-vdso", 10) == 0))
 		return 0;
+	/* An object another thread's dlopen has added but not finished
+	 * relocating: its entries hold link-time values (skipped, and never
+	 * looked at again: the count of loaded objects would not change), or
+	 * a poke would make its RELRO read-only under the loader. Left for
+	 * the next sample's scan. */
+	uint64_t fo[64];
+	if (find_object && lo < hi && find_object((void *)lo, fo) != 0) {
+		scan_pending = 1;
+		return 0;
+	}
 	const ElfW(Sym) *symtab = NULL;
 	const char *strtab = NULL;
 	const ElfW(Rela) *rela = NULL, *jmprel = NULL;
@@ -223,9 +241,11 @@ static void
 scan_all(int upto)
 {
 	scan_upto = upto;
+	scan_pending = 0;
 	unsigned long long adds = 0;
 	dl_iterate_phdr(scan_one, &adds);
-	scanned_adds = adds;
+	if (!scan_pending)
+		scanned_adds = adds;
 }
 
 /* Our entry points and the program's functions (under lock): 0, or -1 if
@@ -239,6 +259,7 @@ resolve_fns(void)
 	void *self = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	if (!self)
 		return -1;
+	find_object = (int (*)(void *, void *))dlsym(RTLD_DEFAULT, "_dl_find_object");
 	const uintptr_t next[NFN] = {
 		(uintptr_t)heapprof__next.free, (uintptr_t)heapprof__next.realloc,
 		0, (uintptr_t)heapprof__next.malloc_usable_size,
@@ -410,8 +431,26 @@ heapprof__attach_rescan(void)
 	dl_iterate_phdr(first_adds, &adds);
 	if (adds == scanned_adds) /* a racy read: the scan below re-checks */
 		return;
-	if (pthread_mutex_trylock(&lock) != 0)
-		return; /* an attach, a stop or another scan is at it */
+	/* Another thread's scan (or an attach, a stop) holds the lock: wait
+	 * for it, as the block just sampled must not leave this call before
+	 * every object loaded so far frees through us (a plugin handed it
+	 * right after its dlopen would give it to the program's free, which
+	 * aborts on a pointer of our range). Bounded: this thread may be in
+	 * a dl_iterate_phdr callback, holding the loader's lock the holder's
+	 * scan waits for. */
+	int got = pthread_mutex_trylock(&lock) == 0;
+	if (!got) {
+		struct timespec t0, tn;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			sched_yield();
+			got = pthread_mutex_trylock(&lock) == 0;
+			clock_gettime(CLOCK_MONOTONIC, &tn);
+		} while (!got && (tn.tv_sec - t0.tv_sec) * 1000000000L +
+		                         (tn.tv_nsec - t0.tv_nsec) < 20000000L);
+		if (!got)
+			return;
+	}
 	if (atomic_load(&heapprof__attach_on) && adds != scanned_adds) {
 		scan_all(FREEING);
 		scan_all(NFN);

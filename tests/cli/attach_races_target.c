@@ -1,0 +1,141 @@
+/* attach_races_target.c: programs for tests/cli/attach_races.sh, one per
+ * mode (argv[1]); each prints "ready" when it can be attached to, reads
+ * lines on stdin, and ends at "quit" (or the end of stdin) with a line
+ * saying what it saw.
+ *   sigmask: a SIGSEGV handler installed, every signal blocked, waiting in
+ *     read: at the end, whether the handler and the mask are unchanged.
+ *   errno: errno set to 4242 by the main thread, which spins checking it
+ *     (a second thread reads stdin): at the end, any other value seen.
+ *   dlrace PLUGIN N: a thread allocates and frees without pause; at "go"
+ *     the main thread, N times: dlopen(PLUGIN), malloc a block, hand it to
+ *     the plugin's pfree() (its own GOT entry for free), dlclose.
+ *   altstack: the main thread spins in a SIGUSR1 handler that runs on a
+ *     16 KB alternate stack with an inaccessible page below it.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static volatile int done;
+
+static void
+on_segv(int s)
+{
+	(void)s;
+}
+
+/* stdin until "quit" or its end; then done */
+static void *
+reader(void *arg)
+{
+	char b[256];
+	while (fgets(b, sizeof(b), stdin))
+		if (strncmp(b, "quit", 4) == 0)
+			break;
+	done = 1;
+	return arg;
+}
+
+static void *
+churner(void *arg)
+{
+	while (!done) {
+		void *p = malloc(32);
+		__asm__ volatile("" : : "r"(p) : "memory");
+		free(p);
+	}
+	return arg;
+}
+
+static void
+on_usr1(int s)
+{
+	(void)s;
+	while (!done)
+		__asm__ volatile("" ::: "memory");
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_segv;
+	sigaction(SIGSEGV, &sa, NULL);
+	pthread_t th;
+	if (strcmp(mode, "sigmask") == 0) {
+		sigset_t all, m;
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, NULL);
+		printf("ready\n");
+		reader(NULL);
+		struct sigaction now;
+		sigaction(SIGSEGV, NULL, &now);
+		sigprocmask(SIG_SETMASK, NULL, &m);
+		printf("end handler %s, mask %s\n", now.sa_handler == on_segv ? "kept" : "LOST",
+		       sigismember(&m, SIGSEGV) && sigismember(&m, SIGUSR2) ? "kept" : "CHANGED");
+	} else if (strcmp(mode, "errno") == 0) {
+		pthread_create(&th, NULL, reader, NULL);
+		printf("ready\n");
+		int bad = 0;
+		errno = 4242;
+		while (!done)
+			if (errno != 4242) {
+				bad = errno;
+				errno = 4242;
+			}
+		pthread_join(th, NULL);
+		printf("end errno %s %d\n", bad ? "CHANGED" : "kept", bad);
+	} else if (strcmp(mode, "dlrace") == 0 && argc > 3) {
+		pthread_create(&th, NULL, churner, NULL);
+		printf("ready\n");
+		char b[64];
+		if (!fgets(b, sizeof(b), stdin))
+			return 1;
+		int n = atoi(argv[3]);
+		for (int i = 0; i < n; i++) {
+			void *h = dlopen(argv[2], RTLD_LAZY);
+			void (*pf)(void *) = h ? (void (*)(void *))dlsym(h, "pfree") : NULL;
+			if (!pf) {
+				printf("end dlopen %s\n", dlerror());
+				return 1;
+			}
+			pf(malloc(24)); /* sampled at rate 1, freed by the plugin */
+			dlclose(h);
+		}
+		done = 1;
+		pthread_join(th, NULL);
+		printf("end dlrace %d\n", n);
+		reader(NULL);
+	} else if (strcmp(mode, "altstack") == 0) {
+		long pg = sysconf(_SC_PAGESIZE);
+		size_t sz = 16384;
+		char *m = mmap(NULL, sz + (size_t)pg, PROT_READ | PROT_WRITE,
+		               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED || mprotect(m, (size_t)pg, PROT_NONE) != 0)
+			return 1;
+		stack_t ss = {.ss_sp = m + pg, .ss_size = sz, .ss_flags = 0};
+		sigaltstack(&ss, NULL);
+		sa.sa_handler = on_usr1;
+		sa.sa_flags = SA_ONSTACK;
+		sigaction(SIGUSR1, &sa, NULL);
+		pthread_create(&th, NULL, reader, NULL);
+		printf("ready\n");
+		raise(SIGUSR1);
+		pthread_join(th, NULL);
+		printf("end altstack\n");
+	} else {
+		fprintf(stderr, "usage: attach_races_target MODE\n");
+		return 2;
+	}
+	return 0;
+}
