@@ -381,19 +381,40 @@ pt_find_map(pid_t pid, const char *needle, char *out, size_t cap)
 	return each_map(pid, find_cb, &a) == 1 ? 0 : -ENOENT;
 }
 
+static uint64_t elf_dynsym(const char *file, const char *name, uint64_t *x_off,
+                           uint64_t *x_vaddr);
+
+struct unsafe_arg {
+	pt_unsafe *u;
+	pid_t pid;
+};
+
+/* Whether the file at path (as pid sees it) defines malloc: an allocator
+ * whatever its name (redis-server's jemalloc is in the executable). */
+static int
+defines_malloc(pid_t pid, const char *path)
+{
+	char file[4096 + 64];
+	uint64_t xo, xv;
+	snprintf(file, sizeof(file), "/proc/%d/root%s", (int)pid, path);
+	return elf_dynsym(file, "malloc", &xo, &xv) != 0 ||
+	       elf_dynsym(path, "malloc", &xo, &xv) != 0;
+}
+
 static int
 unsafe_cb(uint64_t lo, uint64_t hi, uint64_t off, const char *perms,
           const char *path, void *arg)
 {
 	(void)off;
-	pt_unsafe *u = arg;
+	struct unsafe_arg *a = arg;
+	pt_unsafe *u = a->u;
 	const char *b = strrchr(path, '/');
 	b = b ? b + 1 : path;
 	if (perms[2] != 'x' || u->n >= 64)
 		return 0;
 	if (strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libc-", 5) == 0 ||
 	    strncmp(b, "ld-linux", 8) == 0 || strstr(b, "malloc") ||
-	    strncmp(b, "libheapprof", 11) == 0) {
+	    strncmp(b, "libheapprof", 11) == 0 || defines_malloc(a->pid, path)) {
 		u->lo[u->n] = lo;
 		u->hi[u->n++] = hi;
 	}
@@ -403,8 +424,9 @@ unsafe_cb(uint64_t lo, uint64_t hi, uint64_t off, const char *perms,
 void
 pt_unsafe_ranges(pid_t pid, pt_unsafe *u)
 {
+	struct unsafe_arg a = {u, pid};
 	u->n = 0;
-	each_map(pid, unsafe_cb, u);
+	each_map(pid, unsafe_cb, &a);
 }
 
 /* The value of dynamic symbol `name` in the ELF file at `file`, and the

@@ -57,8 +57,8 @@ uint64_t pt_symbol(pid_t pid, const char *path, const char *name);
 /* The first mapped file of pid whose name contains `needle` (its path
  * copied to out), 0; or -ENOENT. */
 int pt_find_map(pid_t pid, const char *needle, char *out, size_t cap);
-/* Fills u with the executable ranges of libc, ld.so and any library whose
- * name says it is an allocator (malloc), of pid. */
+/* Fills u with the executable ranges of libc, ld.so and any object that
+ * is an allocator (its name says malloc, or it defines malloc), of pid. */
 void pt_unsafe_ranges(pid_t pid, pt_unsafe *u);
 
 #endif

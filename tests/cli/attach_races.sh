@@ -5,7 +5,8 @@
 # thread, a thread on a small signal stack, an object dlopen'd while
 # another thread samples (its free routed before a sampled block reaches
 # it), an executable that is its own allocator, a routed plugin unloaded
-# before the detach. Programs: attach_races_target.c (modes).
+# before the detach. Programs: attach_races_target.c (modes),
+# attach_races_own.c.
 # Prints PASS name / FAIL name / SKIP name: why.
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 HEAPPROF=$REPO/build/heapprof
@@ -110,5 +111,17 @@ finish; trc=$?
 if [ $arc -eq 0 ] && [ $trc -eq 0 ] && grep -q '^end dlrace 20' dl.out
 then pass attach_races.dlopen_mid_scan
 else fail attach_races.dlopen_mid_scan "attach $arc, target $trc: $(cat dl.out dl.err dl.attach | tail -4)"; fi
+
+# ---- an executable that is its own allocator, its main thread inside
+# malloc: the stop took it for a safe point (only libraries named *malloc*
+# were allocators), and the loader's allocations re-entered the program's
+# malloc on that thread (status 3)
+cc -O1 -o own "$REPO/tests/cli/attach_races_own.c" -lpthread || fail attach_races.build_own
+start own ./own
+attach_for own 0.1; arc=$?
+finish; trc=$?
+if [ $arc -eq 0 ] && [ $trc -eq 0 ] && grep -q '^end own' own.out
+then pass attach_races.own_allocator
+else fail attach_races.own_allocator "attach $arc, target $trc: $(cat own.out own.err own.attach | tail -3)"; fi
 
 exit $FAILED
