@@ -374,34 +374,46 @@ heapprof_attach_stop(void)
 			slot *s = &c->s[i];
 			if (s->fn < FREEING || s->restored)
 				continue;
-			/* the object may have been unloaded since: only pages
-			 * still mapped are written (mprotect says) */
+			/* The object may have been unloaded since, and its
+			 * pages mapped again by anything (a guard page, code):
+			 * written only if an object loaded now has a writable
+			 * segment there (the loader's lock, in dladdr1, keeps
+			 * it from going meanwhile). A successful mprotect said
+			 * nothing: it made a PROT_NONE page read-write. */
 			long pg = sysconf(_SC_PAGESIZE);
 			void *page = (void *)((uintptr_t)s->at & ~(uintptr_t)(pg - 1));
-			if (mprotect(page, (size_t)pg, PROT_READ | PROT_WRITE) != 0)
+			Dl_info di;
+			struct link_map *lm = NULL;
+			int ro = 0, w = 0;
+			if (dladdr1(s->at, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm &&
+			    di.dli_fbase) {
+				ElfW(Ehdr) *eh = (ElfW(Ehdr) *)di.dli_fbase;
+				ElfW(Phdr) *ph = (ElfW(Phdr) *)((char *)eh + eh->e_phoff);
+				for (int k = 0; k < eh->e_phnum; k++) {
+					uintptr_t a = lm->l_addr + ph[k].p_vaddr;
+					if (ph[k].p_type == PT_LOAD && (ph[k].p_flags & PF_W) &&
+					    (uintptr_t)s->at >= a &&
+					    (uintptr_t)s->at + sizeof(uintptr_t) <= a + ph[k].p_memsz)
+						w = 1;
+					/* read-only after the loading: the RELRO's
+					 * whole pages, as the loader protects them */
+					if (ph[k].p_type == PT_GNU_RELRO &&
+					    (uintptr_t)page >= (a & ~(uintptr_t)(pg - 1)) &&
+					    (uintptr_t)page + (uintptr_t)pg <=
+					            ((a + ph[k].p_memsz) & ~(uintptr_t)(pg - 1)))
+						ro = 1;
+				}
+			}
+			if (!w) { /* gone: nothing of ours to put back */
+				s->restored = 1;
+				continue;
+			}
+			if (ro && mprotect(page, (size_t)pg, PROT_READ | PROT_WRITE) != 0)
 				continue;
 			if (*s->at == ours[s->fn])
 				*s->at = s->old;
 			s->restored = 1;
 			restored++;
-			/* back to read-only only where the loader made it so:
-			 * the page's prior protection is unknown here, so it is
-			 * looked up in the object's RELRO below */
-			Dl_info di;
-			struct link_map *lm = NULL;
-			int ro = 0;
-			if (dladdr1(s->at, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm) {
-				ElfW(Ehdr) *eh = (ElfW(Ehdr) *)di.dli_fbase;
-				ElfW(Phdr) *ph = (ElfW(Phdr) *)((char *)eh + eh->e_phoff);
-				for (int k = 0; k < eh->e_phnum; k++) {
-					if (ph[k].p_type != PT_GNU_RELRO)
-						continue;
-					uintptr_t a = lm->l_addr + ph[k].p_vaddr;
-					uintptr_t lo = a & ~(uintptr_t)(pg - 1);
-					uintptr_t hi = (a + ph[k].p_memsz) & ~(uintptr_t)(pg - 1);
-					ro = (uintptr_t)page >= lo && (uintptr_t)page < hi;
-				}
-			}
 			if (ro)
 				mprotect(page, (size_t)pg, PROT_READ);
 		}

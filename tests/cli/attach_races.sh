@@ -112,6 +112,24 @@ if [ $arc -eq 0 ] && [ $trc -eq 0 ] && grep -q '^end dlrace 20' dl.out
 then pass attach_races.dlopen_mid_scan
 else fail attach_races.dlopen_mid_scan "attach $arc, target $trc: $(cat dl.out dl.err dl.attach | tail -4)"; fi
 
+# ---- a routed plugin unloaded before the detach, its pages mapped again
+# inaccessible: the detach's restore made them read-write (it took a
+# successful mprotect for "the object is still there")
+printf '#include <stdlib.h>\nvoid *pmalloc(size_t n) { return malloc(n); }\n' >pm.c
+cc -shared -fPIC -O1 -o pm.so pm.c || fail attach_races.build_pm
+start un ./target unload "$T/pm.so"
+timeout 60 "$HEAPPROF" attach -r 1 -d 100 -o "$T/un.pb.gz" "$TPID" 2>un.attach &
+APID=$!
+waitfor un.attach 'attached to'
+echo go >&5
+waitfor un.out '^swapped'
+kill -INT $APID 2>/dev/null; wait $APID; arc=$?
+echo check >&5
+finish; trc=$?
+if [ $arc -eq 0 ] && [ $trc -eq 0 ] && grep -q '^swapped [1-9]' un.out && grep -q '^end unload kept' un.out
+then pass attach_races.unloaded_pages_kept
+else fail attach_races.unloaded_pages_kept "attach $arc, target $trc: $(cat un.out un.err un.attach | tail -4)"; fi
+
 # ---- an executable that is its own allocator, its main thread inside
 # malloc: the stop took it for a safe point (only libraries named *malloc*
 # were allocators), and the loader's allocations re-entered the program's

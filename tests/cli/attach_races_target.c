@@ -11,6 +11,11 @@
  *     the plugin's pfree() (its own GOT entry for free), dlclose.
  *   altstack: the main thread spins in a SIGUSR1 handler that runs on a
  *     16 KB alternate stack with an inaccessible page below it.
+ *   unload PLUGIN: at "go", dlopen(PLUGIN) and a call of its pmalloc(), a
+ *     malloc (sampled at rate 1: the plugin is routed), dlclose, and the
+ *     plugin's former pages mapped again inaccessible (as a guard page or
+ *     a PROT_NONE reservation would be); "swapped". At "check": whether
+ *     those pages are still inaccessible.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -133,6 +138,50 @@ main(int argc, char **argv)
 		raise(SIGUSR1);
 		pthread_join(th, NULL);
 		printf("end altstack\n");
+	} else if (strcmp(mode, "unload") == 0 && argc > 2) {
+		printf("ready\n");
+		char b[256], line[4096 + 128];
+		if (!fgets(b, sizeof(b), stdin))
+			return 1;
+		void *h = dlopen(argv[2], RTLD_LAZY);
+		void *(*pm)(size_t) = h ? (void *(*)(size_t))dlsym(h, "pmalloc") : NULL;
+		if (!pm) {
+			printf("end dlopen %s\n", dlerror());
+			return 1;
+		}
+		free(pm(16));
+		free(malloc(16));
+		unsigned long lo[16], hi[16];
+		int n = 0;
+		FILE *f = fopen("/proc/self/maps", "r");
+		while (f && fgets(line, sizeof(line), f) && n < 16)
+			if (strstr(line, argv[2]) && sscanf(line, "%lx-%lx", &lo[n], &hi[n]) == 2)
+				n++;
+		if (f)
+			fclose(f);
+		dlclose(h);
+		for (int i = 0; i < n; i++)
+			if (mmap((void *)lo[i], hi[i] - lo[i], PROT_NONE,
+			         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) !=
+			    (void *)lo[i])
+				printf("remap failed\n");
+		printf("swapped %d\n", n);
+		if (!fgets(b, sizeof(b), stdin))
+			return 1;
+		int changed = 0;
+		f = fopen("/proc/self/maps", "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			unsigned long a, z;
+			char perms[8];
+			if (sscanf(line, "%lx-%lx %7s", &a, &z, perms) != 3)
+				continue;
+			for (int i = 0; i < n; i++)
+				if (a < hi[i] && z > lo[i] && strcmp(perms, "---p") != 0)
+					changed = 1;
+		}
+		if (f)
+			fclose(f);
+		printf("end unload %s\n", changed ? "CHANGED" : "kept");
 	} else {
 		fprintf(stderr, "usage: attach_races_target MODE\n");
 		return 2;
