@@ -190,8 +190,12 @@ scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 			if (a + p->p_memsz > hi)
 				hi = a + p->p_memsz;
 		} else if (p->p_type == PT_GNU_RELRO) {
+			/* the whole pages the loader made read-only (its
+			 * _dl_protect_relro rounds the end down): the rest of
+			 * the last page stays writable, and poke must not
+			 * make it read-only */
 			relro_lo = a & ~(uintptr_t)(pg - 1);
-			relro_hi = (a + p->p_memsz + pg - 1) & ~(uintptr_t)(pg - 1);
+			relro_hi = (a + p->p_memsz) & ~(uintptr_t)(pg - 1);
 		}
 	}
 	/* the vdso: nothing to route, and its dynamic section is not

@@ -130,6 +130,43 @@ if [ $arc -eq 0 ] && [ $trc -eq 0 ] && grep -q '^swapped [1-9]' un.out && grep -
 then pass attach_races.unloaded_pages_kept
 else fail attach_races.unloaded_pages_kept "attach $arc, target $trc: $(cat un.out un.err un.attach | tail -4)"; fi
 
+# ---- a plugin whose PT_GNU_RELRO ends inside a page (the loader
+# protects its whole pages only: the rest of that page, the lazy GOT and
+# .data, stays writable): routing its malloc entry there made the page
+# read-only (the RELRO's end was rounded up), and the plugin's next write
+# or lazy binding faulted
+cat >rr.c <<'C'
+#include <stdlib.h>
+void *pmalloc(size_t n) { return malloc(n); }
+int data[4];
+int later(const char *s) { data[0] = atoi(s); return data[0]; }
+C
+cc -shared -fPIC -O1 -o rr.so rr.c || fail attach_races.build_rr
+python3 - rr.so <<'PY'
+import struct, sys
+f = open(sys.argv[1], "r+b"); b = bytearray(f.read())
+phoff, = struct.unpack_from("<Q", b, 0x20); phnum, = struct.unpack_from("<H", b, 0x38)
+for i in range(phnum):
+    o = phoff + 56 * i
+    if struct.unpack_from("<I", b, o)[0] == 0x6474e552:  # PT_GNU_RELRO
+        va, = struct.unpack_from("<Q", b, o + 16)
+        fs, ms = struct.unpack_from("<QQ", b, o + 32)
+        assert (va + ms) % 4096 == 0, "RELRO end already inside a page"
+        struct.pack_into("<QQ", b, o + 32, fs + 0x20, ms + 0x20)
+f.seek(0); f.write(b)
+PY
+start rr ./target relro "$T/rr.so"
+timeout 60 "$HEAPPROF" attach -r 1 -d 100 -o "$T/rr.pb.gz" "$TPID" 2>rr.attach &
+APID=$!
+waitfor rr.attach 'attached to'
+echo go >&5
+waitfor rr.out '^end'
+kill -INT $APID 2>/dev/null; wait $APID; arc=$?
+finish; trc=$?
+if [ $arc -eq 0 ] && [ $trc -eq 0 ] && grep -q '^end relro 42' rr.out
+then pass attach_races.relro_partial_page
+else fail attach_races.relro_partial_page "attach $arc, target $trc: $(cat rr.out rr.err rr.attach | tail -4)"; fi
+
 # ---- an executable that is its own allocator, its main thread inside
 # malloc: the stop took it for a safe point (only libraries named *malloc*
 # were allocators), and the loader's allocations re-entered the program's

@@ -16,6 +16,9 @@
  *     plugin's former pages mapped again inaccessible (as a guard page or
  *     a PROT_NONE reservation would be); "swapped". At "check": whether
  *     those pages are still inaccessible.
+ *   relro PLUGIN: at "go", dlopen(PLUGIN), a call of its pmalloc(), a
+ *     malloc (the plugin routed), then its later(): it writes its data and
+ *     calls a function bound lazily (the loader writes its GOT).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -138,6 +141,24 @@ main(int argc, char **argv)
 		raise(SIGUSR1);
 		pthread_join(th, NULL);
 		printf("end altstack\n");
+	} else if (strcmp(mode, "relro") == 0 && argc > 2) {
+		signal(SIGSEGV, SIG_DFL); /* a fault ends the program */
+		printf("ready\n");
+		char b[256];
+		if (!fgets(b, sizeof(b), stdin))
+			return 1;
+		void *h = dlopen(argv[2], RTLD_LAZY);
+		void *(*pm)(size_t) = h ? (void *(*)(size_t))dlsym(h, "pmalloc") : NULL;
+		int (*later)(const char *) = h ? (int (*)(const char *))dlsym(h, "later") : NULL;
+		if (!pm || !later) {
+			printf("end dlopen %s\n", dlerror());
+			return 1;
+		}
+		free(pm(16));
+		void *volatile q = malloc(16); /* not elided: sampled */
+		free(q);
+		printf("end relro %d\n", later("42"));
+		reader(NULL);
 	} else if (strcmp(mode, "unload") == 0 && argc > 2) {
 		printf("ready\n");
 		char b[256], line[4096 + 128];
@@ -150,7 +171,8 @@ main(int argc, char **argv)
 			return 1;
 		}
 		free(pm(16));
-		free(malloc(16));
+		void *volatile q = malloc(16); /* not elided: sampled */
+		free(q);
 		unsigned long lo[16], hi[16];
 		int n = 0;
 		FILE *f = fopen("/proc/self/maps", "r");
