@@ -70,6 +70,16 @@ if [ $arc -eq 0 ] && [ $trc -eq 0 ] && grep -q '^end errno kept' err.out
 then pass attach_races.errno_kept
 else fail attach_races.errno_kept "attach $arc, target $trc: $(cat err.out err.attach | tail -3)"; fi
 
+# ---- a thread in nanosleep: the remote calls interrupt it, and it goes
+# on sleeping for the time left (no EINTR, no time lost or added)
+start slp ./target sleep
+attach_for slp 0.2; arc=$?
+waitfor slp.out '^end'
+finish; trc=$?
+if [ $arc -eq 0 ] && [ $trc -eq 0 ] && grep -q '^end sleep ok' slp.out
+then pass attach_races.nanosleep_restarted
+else fail attach_races.nanosleep_restarted "attach $arc, target $trc: $(cat slp.out slp.attach | tail -3)"; fi
+
 # ---- the thread stopped spins in a handler on a 16 KB signal stack with
 # a guard page below: the dump at the detach overflowed it (SIGSEGV)
 start alt ./target altstack

@@ -16,6 +16,8 @@
  *     plugin's former pages mapped again inaccessible (as a guard page or
  *     a PROT_NONE reservation would be); "swapped". At "check": whether
  *     those pages are still inaccessible.
+ *   sleep: the main thread sleeps 2 s in nanosleep (attached to and
+ *     detached from meanwhile): its status, errno, and how long it slept.
  *   relro PLUGIN: at "go", dlopen(PLUGIN), a call of its pmalloc(), a
  *     malloc (the plugin routed), then its later(): it writes its data and
  *     calls a function bound lazily (the loader writes its GOT).
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile int done;
@@ -141,6 +144,16 @@ main(int argc, char **argv)
 		raise(SIGUSR1);
 		pthread_join(th, NULL);
 		printf("end altstack\n");
+	} else if (strcmp(mode, "sleep") == 0) {
+		struct timespec t0, t1, d = {2, 0};
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		printf("ready\n");
+		int r = nanosleep(&d, NULL), e = errno;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double dt = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		printf("end sleep %s %d %d %.3f\n", r == 0 && dt >= 2.0 && dt < 2.5 ? "ok" : "BAD",
+		       r, r ? e : 0, dt);
+		reader(NULL);
 	} else if (strcmp(mode, "relro") == 0 && argc > 2) {
 		signal(SIGSEGV, SIG_DFL); /* a fault ends the program */
 		printf("ready\n");
