@@ -16,6 +16,9 @@
  *     plugin's former pages mapped again inaccessible (as a guard page or
  *     a PROT_NONE reservation would be); "swapped". At "check": whether
  *     those pages are still inaccessible.
+ *   handoff PLUGIN: at "go", a block malloc'd (sampled at rate 1), then
+ *     dlopen(PLUGIN) and the block handed to its pfree() with no
+ *     allocation between (the open case of RELIABILITY.md, attach).
  *   sleep: the main thread sleeps 2 s in nanosleep (attached to and
  *     detached from meanwhile): its status, errno, and how long it slept.
  *   relro PLUGIN: at "go", dlopen(PLUGIN), a call of its pmalloc(), a
@@ -144,6 +147,22 @@ main(int argc, char **argv)
 		raise(SIGUSR1);
 		pthread_join(th, NULL);
 		printf("end altstack\n");
+	} else if (strcmp(mode, "handoff") == 0 && argc > 2) {
+		signal(SIGSEGV, SIG_DFL);
+		printf("ready\n");
+		char b[64];
+		if (!fgets(b, sizeof(b), stdin))
+			return 1;
+		void *volatile blk = malloc(24);
+		void *h = dlopen(argv[2], RTLD_NOW);
+		void (*pf)(void *) = h ? (void (*)(void *))dlsym(h, "pfree") : NULL;
+		if (!pf) {
+			printf("end dlopen %s\n", dlerror());
+			return 1;
+		}
+		pf(blk);
+		printf("end handoff\n");
+		reader(NULL);
 	} else if (strcmp(mode, "sleep") == 0) {
 		struct timespec t0, t1, d = {2, 0};
 		clock_gettime(CLOCK_MONOTONIC, &t0);
