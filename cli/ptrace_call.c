@@ -37,6 +37,8 @@ now_ns(void)
 /* Blocking system calls the allocator and the loader never make while they
  * hold a lock: a thread stopped in one holds none of theirs. (futex is
  * not one: it may be a wait for the allocator's lock.) */
+static int own_stack(pt_thread *t, uint64_t f_mmap, uint64_t f_munmap);
+
 static int
 safe_syscall(long nr)
 {
@@ -108,6 +110,8 @@ stop_one(pt_thread *t, pid_t pid, pid_t tid)
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 		return -e;
 	}
+	t->have_mask = ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(t->sigmask),
+	                      &t->sigmask) == 0;
 	struct iovec iov = {t->xstate, sizeof(t->xstate)};
 	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) == 0)
 		t->xlen = iov.iov_len;
@@ -122,6 +126,13 @@ int
 pt_stop_safe(pt_thread *t, pid_t pid, const pt_unsafe *u, int timeout_ms)
 {
 	int64_t end = now_ns() + (int64_t)timeout_ms * 1000000;
+	/* looked up before any thread stops (the pause) */
+	char libc[4096];
+	uint64_t f_mmap = 0, f_munmap = 0;
+	if (pt_find_map(pid, "libc.so", libc, sizeof(libc)) == 0) {
+		f_mmap = pt_symbol(pid, libc, "mmap");
+		f_munmap = pt_symbol(pid, libc, "munmap");
+	}
 	for (int round = 0;; round++) {
 		char dir[64];
 		snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
@@ -146,8 +157,12 @@ pt_stop_safe(pt_thread *t, pid_t pid, const pt_unsafe *u, int timeout_ms)
 				return r;
 			if (r != 0)
 				continue; /* the thread ended */
-			if (is_safe(&t->regs, u))
+			if (is_safe(&t->regs, u)) {
+				int sr = own_stack(t, f_mmap, f_munmap);
+				if (sr != 0)
+					return sr;
 				return 0;
+			}
 			ptrace(PTRACE_DETACH, tids[i], 0, 0);
 		}
 		if (now_ns() > end)
@@ -183,9 +198,18 @@ pt_push(pt_thread *t, const void *data, size_t len)
 	return at;
 }
 
+static int call6(pt_thread *t, uint64_t fn, const uint64_t a[6], uint64_t *ret);
+
 int
 pt_call(pt_thread *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t a2,
         uint64_t *ret)
+{
+	const uint64_t a[6] = {a0, a1, a2, 0, 0, 0};
+	return call6(t, fn, a, ret);
+}
+
+static int
+call6(pt_thread *t, uint64_t fn, const uint64_t a[6], uint64_t *ret)
 {
 	struct user_regs_struct r = t->regs;
 	uint64_t zero = 0;
@@ -195,14 +219,26 @@ pt_call(pt_thread *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t a2,
 		return -EFAULT;
 	r.rsp = sp;
 	r.rip = fn;
-	r.rdi = a0;
-	r.rsi = a1;
-	r.rdx = a2;
+	r.rdi = a[0];
+	r.rsi = a[1];
+	r.rdx = a[2];
+	r.rcx = a[3];
+	r.r8 = a[4];
+	r.r9 = a[5];
 	r.rax = 0;
 	r.orig_rax = (uint64_t)-1; /* no system call restart */
 	r.eflags &= ~(uint64_t)0x400; /* DF clear, as the ABI wants */
 	if (ptrace(PTRACE_SETREGS, t->tid, 0, &r) != 0)
 		return -errno;
+	/* Every signal but SIGSEGV blocked for the call: the program's
+	 * handlers do not run inside the loader or the profiler (they run
+	 * after the release, pending), and the SIGSEGV that ends the call
+	 * is not blocked: the kernel makes a blocked or ignored fault signal
+	 * SIG_DFL for the whole process (force_sig_info_to_task), which lost
+	 * the program's SIGSEGV handler where the thread blocked it. */
+	uint64_t mask = ~(1ull << (SIGSEGV - 1));
+	if (t->have_mask)
+		ptrace(PTRACE_SETSIGMASK, t->tid, (void *)sizeof(mask), &mask);
 	int sig = 0;
 	for (;;) {
 		if (ptrace(PTRACE_CONT, t->tid, 0, (void *)(long)sig) != 0)
@@ -233,14 +269,50 @@ pt_call(pt_thread *t, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t a2,
 	}
 }
 
+/* The calls' own stack: the thread stopped may be on a signal stack of a
+ * few KB (sigaltstack), which the loader and a dump overflow (a dump on a
+ * 16 KB one crashed the target). 4 MB mapped with libc's mmap (a call of a
+ * few bytes on the thread's stack), given back at the release. Without
+ * it (mmap refused), the thread's stack. 0, or -errno of a failed call. */
+static int
+own_stack(pt_thread *t, uint64_t f_mmap, uint64_t f_munmap)
+{
+	t->stack = 0;
+	if (!f_mmap || !f_munmap)
+		return 0;
+	const uint64_t len = 4 << 20;
+	const uint64_t a[6] = {0, len, PROT_READ | PROT_WRITE,
+	                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE,
+	                       (uint64_t)-1, 0};
+	uint64_t at = 0;
+	int rc = call6(t, f_mmap, a, &at);
+	if (rc != 0)
+		return rc;
+	if (at == (uint64_t)MAP_FAILED || (at & 4095))
+		return 0;
+	t->stack = at;
+	t->stack_len = len;
+	t->f_munmap = f_munmap;
+	t->scratch = at + len - 64;
+	return 0;
+}
+
 int64_t
 pt_release(pt_thread *t)
 {
+	if (t->stack) { /* given back from the thread's own stack */
+		uint64_t r = 0;
+		t->scratch = (t->regs.rsp - 128 - 256) & ~(uint64_t)15;
+		if (pt_call(t, t->f_munmap, t->stack, t->stack_len, 0, &r) == 0)
+			t->stack = 0;
+	}
 	if (t->xlen) {
 		struct iovec iov = {t->xstate, t->xlen};
 		ptrace(PTRACE_SETREGSET, t->tid, (void *)NT_X86_XSTATE, &iov);
 	}
 	ptrace(PTRACE_SETREGS, t->tid, 0, &t->regs);
+	if (t->have_mask)
+		ptrace(PTRACE_SETSIGMASK, t->tid, (void *)sizeof(t->sigmask), &t->sigmask);
 	int64_t paused = now_ns() - t->t_stop_ns;
 	ptrace(PTRACE_DETACH, t->tid, 0, 0);
 	return paused;
@@ -309,19 +381,40 @@ pt_find_map(pid_t pid, const char *needle, char *out, size_t cap)
 	return each_map(pid, find_cb, &a) == 1 ? 0 : -ENOENT;
 }
 
+static uint64_t elf_dynsym(const char *file, const char *name, uint64_t *x_off,
+                           uint64_t *x_vaddr);
+
+struct unsafe_arg {
+	pt_unsafe *u;
+	pid_t pid;
+};
+
+/* Whether the file at path (as pid sees it) defines malloc: an allocator
+ * whatever its name (redis-server's jemalloc is in the executable). */
+static int
+defines_malloc(pid_t pid, const char *path)
+{
+	char file[4096 + 64];
+	uint64_t xo, xv;
+	snprintf(file, sizeof(file), "/proc/%d/root%s", (int)pid, path);
+	return elf_dynsym(file, "malloc", &xo, &xv) != 0 ||
+	       elf_dynsym(path, "malloc", &xo, &xv) != 0;
+}
+
 static int
 unsafe_cb(uint64_t lo, uint64_t hi, uint64_t off, const char *perms,
           const char *path, void *arg)
 {
 	(void)off;
-	pt_unsafe *u = arg;
+	struct unsafe_arg *a = arg;
+	pt_unsafe *u = a->u;
 	const char *b = strrchr(path, '/');
 	b = b ? b + 1 : path;
 	if (perms[2] != 'x' || u->n >= 64)
 		return 0;
 	if (strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libc-", 5) == 0 ||
 	    strncmp(b, "ld-linux", 8) == 0 || strstr(b, "malloc") ||
-	    strncmp(b, "libheapprof", 11) == 0) {
+	    strncmp(b, "libheapprof", 11) == 0 || defines_malloc(a->pid, path)) {
 		u->lo[u->n] = lo;
 		u->hi[u->n++] = hi;
 	}
@@ -331,8 +424,9 @@ unsafe_cb(uint64_t lo, uint64_t hi, uint64_t off, const char *perms,
 void
 pt_unsafe_ranges(pid_t pid, pt_unsafe *u)
 {
+	struct unsafe_arg a = {u, pid};
 	u->n = 0;
-	each_map(pid, unsafe_cb, u);
+	each_map(pid, unsafe_cb, &a);
 }
 
 /* The value of dynamic symbol `name` in the ELF file at `file`, and the

@@ -28,10 +28,16 @@ typedef struct pt_thread {
 	size_t xlen;
 	uint64_t scratch;             /* next free byte below the red zone */
 	int64_t t_stop_ns;            /* CLOCK_MONOTONIC at the stop */
+	uint64_t stack, stack_len;    /* the calls' own stack in the target
+	                               * (mmap'd at the stop), or 0 */
+	uint64_t f_munmap;            /* libc's munmap, to give it back */
+	uint64_t sigmask;             /* its blocked signals as interrupted */
+	int have_mask;                /* sigmask read (PTRACE_GETSIGMASK) */
 } pt_thread;
 
 /* Seizes and stops a thread of pid at a safe point (tries each thread,
- * then again after a pause, up to timeout_ms). 0, or -errno from
+ * then again after a pause, up to timeout_ms), and gives the calls a stack
+ * of their own (the thread may be on a small signal stack). 0, or -errno from
  * PTRACE_SEIZE (EPERM: not permitted), -EAGAIN (no safe point found). */
 int pt_stop_safe(pt_thread *t, pid_t pid, const pt_unsafe *u, int timeout_ms);
 /* Copies len bytes onto the stopped thread's stack below its red zone:
@@ -51,8 +57,8 @@ uint64_t pt_symbol(pid_t pid, const char *path, const char *name);
 /* The first mapped file of pid whose name contains `needle` (its path
  * copied to out), 0; or -ENOENT. */
 int pt_find_map(pid_t pid, const char *needle, char *out, size_t cap);
-/* Fills u with the executable ranges of libc, ld.so and any library whose
- * name says it is an allocator (malloc), of pid. */
+/* Fills u with the executable ranges of libc, ld.so and any object that
+ * is an allocator (its name says malloc, or it defines malloc), of pid. */
 void pt_unsafe_ranges(pid_t pid, pt_unsafe *u);
 
 #endif

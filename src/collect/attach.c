@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -76,7 +77,14 @@ typedef struct chunk {
 	slot s[CHUNK];
 } chunk;
 static chunk *slots;               /* under lock */
-static unsigned long long scanned_adds; /* dlpi_adds at the last scan */
+static unsigned long long scanned_adds; /* dlpi_adds at the last complete
+                                         * scan */
+/* glibc 2.35's _dl_find_object (looked up at the attach, under lock): it
+ * knows an object only once the loader has relocated it and protected its
+ * RELRO; NULL before 2.35. */
+static int (*find_object)(void *, void *);
+static int scan_pending; /* a scan met an object still being loaded (under
+                          * lock) */
 
 /* Writes v at p, making p's page writable for the time (RELRO). */
 static int
@@ -183,14 +191,28 @@ scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 			if (a + p->p_memsz > hi)
 				hi = a + p->p_memsz;
 		} else if (p->p_type == PT_GNU_RELRO) {
+			/* the whole pages the loader made read-only (its
+			 * _dl_protect_relro rounds the end down): the rest of
+			 * the last page stays writable, and poke must not
+			 * make it read-only */
 			relro_lo = a & ~(uintptr_t)(pg - 1);
-			relro_hi = (a + p->p_memsz + pg - 1) & ~(uintptr_t)(pg - 1);
+			relro_hi = (a + p->p_memsz) & ~(uintptr_t)(pg - 1);
 		}
 	}
 	/* the vdso: nothing to route, and its dynamic section is not
 	 * relocated */
 	if (!dyn || (info->dlpi_name && strncmp(info->dlpi_name, "linux-vdso", 10) == 0))
 		return 0;
+	/* An object another thread's dlopen has added but not finished
+	 * relocating: its entries hold link-time values (skipped, and never
+	 * looked at again: the count of loaded objects would not change), or
+	 * a poke would make its RELRO read-only under the loader. Left for
+	 * the next sample's scan. */
+	uint64_t fo[64];
+	if (find_object && lo < hi && find_object((void *)lo, fo) != 0) {
+		scan_pending = 1;
+		return 0;
+	}
 	const ElfW(Sym) *symtab = NULL;
 	const char *strtab = NULL;
 	const ElfW(Rela) *rela = NULL, *jmprel = NULL;
@@ -224,9 +246,11 @@ static void
 scan_all(int upto)
 {
 	scan_upto = upto;
+	scan_pending = 0;
 	unsigned long long adds = 0;
 	dl_iterate_phdr(scan_one, &adds);
-	scanned_adds = adds;
+	if (!scan_pending)
+		scanned_adds = adds;
 }
 
 /* Our entry points and the program's functions (under lock): 0, or -1 if
@@ -240,6 +264,7 @@ resolve_fns(void)
 	void *self = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
 	if (!self)
 		return -1;
+	find_object = (int (*)(void *, void *))dlsym(RTLD_DEFAULT, "_dl_find_object");
 	const uintptr_t next[NFN] = {
 		(uintptr_t)heapprof__next.free, (uintptr_t)heapprof__next.realloc,
 		0, (uintptr_t)heapprof__next.malloc_usable_size,
@@ -355,34 +380,46 @@ heapprof_attach_stop(void)
 			slot *s = &c->s[i];
 			if (s->fn < FREEING || s->restored)
 				continue;
-			/* the object may have been unloaded since: only pages
-			 * still mapped are written (mprotect says) */
+			/* The object may have been unloaded since, and its
+			 * pages mapped again by anything (a guard page, code):
+			 * written only if an object loaded now has a writable
+			 * segment there (the loader's lock, in dladdr1, keeps
+			 * it from going meanwhile). A successful mprotect said
+			 * nothing: it made a PROT_NONE page read-write. */
 			long pg = sysconf(_SC_PAGESIZE);
 			void *page = (void *)((uintptr_t)s->at & ~(uintptr_t)(pg - 1));
-			if (mprotect(page, (size_t)pg, PROT_READ | PROT_WRITE) != 0)
+			Dl_info di;
+			struct link_map *lm = NULL;
+			int ro = 0, w = 0;
+			if (dladdr1(s->at, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm &&
+			    di.dli_fbase) {
+				ElfW(Ehdr) *eh = (ElfW(Ehdr) *)di.dli_fbase;
+				ElfW(Phdr) *ph = (ElfW(Phdr) *)((char *)eh + eh->e_phoff);
+				for (int k = 0; k < eh->e_phnum; k++) {
+					uintptr_t a = lm->l_addr + ph[k].p_vaddr;
+					if (ph[k].p_type == PT_LOAD && (ph[k].p_flags & PF_W) &&
+					    (uintptr_t)s->at >= a &&
+					    (uintptr_t)s->at + sizeof(uintptr_t) <= a + ph[k].p_memsz)
+						w = 1;
+					/* read-only after the loading: the RELRO's
+					 * whole pages, as the loader protects them */
+					if (ph[k].p_type == PT_GNU_RELRO &&
+					    (uintptr_t)page >= (a & ~(uintptr_t)(pg - 1)) &&
+					    (uintptr_t)page + (uintptr_t)pg <=
+					            ((a + ph[k].p_memsz) & ~(uintptr_t)(pg - 1)))
+						ro = 1;
+				}
+			}
+			if (!w) { /* gone: nothing of ours to put back */
+				s->restored = 1;
+				continue;
+			}
+			if (ro && mprotect(page, (size_t)pg, PROT_READ | PROT_WRITE) != 0)
 				continue;
 			if (*s->at == ours[s->fn])
 				*s->at = s->old;
 			s->restored = 1;
 			restored++;
-			/* back to read-only only where the loader made it so:
-			 * the page's prior protection is unknown here, so it is
-			 * looked up in the object's RELRO below */
-			Dl_info di;
-			struct link_map *lm = NULL;
-			int ro = 0;
-			if (dladdr1(s->at, &di, (void **)&lm, RTLD_DL_LINKMAP) && lm) {
-				ElfW(Ehdr) *eh = (ElfW(Ehdr) *)di.dli_fbase;
-				ElfW(Phdr) *ph = (ElfW(Phdr) *)((char *)eh + eh->e_phoff);
-				for (int k = 0; k < eh->e_phnum; k++) {
-					if (ph[k].p_type != PT_GNU_RELRO)
-						continue;
-					uintptr_t a = lm->l_addr + ph[k].p_vaddr;
-					uintptr_t lo = a & ~(uintptr_t)(pg - 1);
-					uintptr_t hi = (a + ph[k].p_memsz) & ~(uintptr_t)(pg - 1);
-					ro = (uintptr_t)page >= lo && (uintptr_t)page < hi;
-				}
-			}
 			if (ro)
 				mprotect(page, (size_t)pg, PROT_READ);
 		}
@@ -412,8 +449,26 @@ heapprof__attach_rescan(void)
 	dl_iterate_phdr(first_adds, &adds);
 	if (adds == scanned_adds) /* a racy read: the scan below re-checks */
 		return;
-	if (pthread_mutex_trylock(&lock) != 0)
-		return; /* an attach, a stop or another scan is at it */
+	/* Another thread's scan (or an attach, a stop) holds the lock: wait
+	 * for it, as the block just sampled must not leave this call before
+	 * every object loaded so far frees through us (a plugin handed it
+	 * right after its dlopen would give it to the program's free, which
+	 * aborts on a pointer of our range). Bounded: this thread may be in
+	 * a dl_iterate_phdr callback, holding the loader's lock the holder's
+	 * scan waits for. */
+	int got = pthread_mutex_trylock(&lock) == 0;
+	if (!got) {
+		struct timespec t0, tn;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			sched_yield();
+			got = pthread_mutex_trylock(&lock) == 0;
+			clock_gettime(CLOCK_MONOTONIC, &tn);
+		} while (!got && (tn.tv_sec - t0.tv_sec) * 1000000000L +
+		                         (tn.tv_nsec - t0.tv_nsec) < 20000000L);
+		if (!got)
+			return;
+	}
 	if (atomic_load(&heapprof__attach_on) && adds != scanned_adds) {
 		scan_all(FREEING);
 		scan_all(NFN);
