@@ -81,7 +81,7 @@ $(B)/obj/%.o: %.c | check-deps
 # config.c and parse.c, which run once, in the constructor: a process
 # binds only the few of their calls it makes (101 -> 76 symbols bound at
 # load; /bin/true +104 k -> +90 k instructions, BENCHMARKS.md).
-EAGER_OBJ := $(filter-out %/attach.o %/otel_procctx.o %/snapshot.o %/loaded_ids.o %/age_split.o %/allocstats.o %/config.o %/limits.o %/unloaded.o %/unload_hook.o,$(COLLECT_OBJ)) \
+EAGER_OBJ := $(filter-out %/attach.o %/attach_symval.o %/otel_procctx.o %/snapshot.o %/loaded_ids.o %/age_split.o %/allocstats.o %/config.o %/limits.o %/unloaded.o %/unload_hook.o,$(COLLECT_OBJ)) \
 	$(filter-out %/parse.o,$(COMMON_OBJ)) $(B)/obj/src/serve/dump.o $(B)/obj/src/serve/dump_stack.o \
 	$(B)/obj/src/serve/rolling.o
 $(EAGER_OBJ): ALLCFLAGS += -fno-plt

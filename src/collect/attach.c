@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach_symval.h"
 #include "collect.h"
 #include "customlabels.h"
 #include "labels.h"
@@ -85,6 +86,9 @@ static unsigned long long scanned_adds; /* dlpi_adds at the last complete
 static int (*find_object)(void *, void *);
 static int scan_pending; /* a scan met an object still being loaded (under
                           * lock) */
+static int symval_failed[NFN]; /* why a function's lookups could not be
+                                * routed (errno; under lock): objects
+                                * loaded later get it at a sample */
 
 /* Writes v at p, making p's page writable for the time (RELRO). */
 static int
@@ -283,6 +287,8 @@ resolve_fns(void)
 		}
 		ours[f] = o;
 		uintptr_t t = (uintptr_t)dlsym(RTLD_DEFAULT, fn_name[f]);
+		if (t == o) /* its definition leads here (attach_symval.c) */
+			t = heapprof__symval_orig(f);
 		/* routed only where our entry forwards to the same function:
 		 * reallocarray forwards to realloc */
 		if (f == F_REALLOCARRAY)
@@ -321,6 +327,32 @@ heapprof__attach_loading(hp_config *cfg)
 	return 1;
 }
 
+/* The loader's lookups of the routed functions made to find ours
+ * (attach_symval.c), the freeing ones first, so that an object relocated
+ * from now on (a dlopen, a lazy PLT slot's first call) is routed before
+ * any code of it runs. Then a dlopen running meanwhile, which may have
+ * read the old values, is waited for (a dlopen of ourselves takes the
+ * loader's lock, which a dlopen holds until its object is relocated and
+ * initialised; no sample waits for our lock: none is taken before the
+ * rate is set): the scans after this find it relocated. Under lock. */
+static void
+route_lookups(void)
+{
+	for (int f = 0; f < NFN; f++) {
+		if (!theirs[f])
+			continue;
+		int r = heapprof__symval_route(f, fn_name[f], theirs[f], ours[f]);
+		if (r < 0)
+			symval_failed[f] = -r;
+	}
+	Dl_info di;
+	if (dladdr((void *)route_lookups, &di) && di.dli_fname) {
+		void *self = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+		if (self)
+			dlclose(self);
+	}
+}
+
 HP_EXPORT int heapprof_attach_start(long rate);
 HP_EXPORT int heapprof_attach_stop(void);
 
@@ -353,6 +385,7 @@ heapprof_attach_start(long rate)
 	heapprof__unreached = 0;
 	heapprof__otel_resolve(0); /* outside malloc (otel.c) */
 	heapprof__customlabels_resolve(0);
+	route_lookups();
 	scan_all(FREEING); /* every free first: then no sample can reach
 	                    * a free that does not know it */
 	scan_all(NFN);
@@ -374,6 +407,9 @@ heapprof_attach_stop(void)
 	hp_enter(t);
 	pthread_mutex_lock(&lock);
 	atomic_store(&heapprof__attach_on, 0);
+	/* objects relocated from now on bind the program's allocating
+	 * functions again; the freeing ones keep ours */
+	heapprof__symval_restore(FREEING);
 	int restored = 0;
 	for (chunk *c = slots; c; c = c->next) {
 		for (int i = 0; i < c->n; i++) {

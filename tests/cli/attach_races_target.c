@@ -16,9 +16,16 @@
  *     plugin's former pages mapped again inaccessible (as a guard page or
  *     a PROT_NONE reservation would be); "swapped". At "check": whether
  *     those pages are still inaccessible.
- *   handoff PLUGIN: at "go", a block malloc'd (sampled at rate 1), then
- *     dlopen(PLUGIN) and the block handed to its pfree() with no
- *     allocation between (the open case of RELIABILITY.md, attach).
+ *   handoff PLUGIN [lazy]: at "go", a block of 4242 bytes malloc'd by
+ *     site_handoff (sampled at rate 1), then dlopen(PLUGIN) (RTLD_NOW, or
+ *     RTLD_LAZY: its free bound by the loader at that first call) and the
+ *     block handed to its pfree() with no allocation between.
+ *   afterdetach PLUGIN: at "go", a block of 777 bytes malloc'd by
+ *     site_window (sampled); "sampled". At "check" (after the detach):
+ *     dlopen(PLUGIN), its pmalloc() and pfree() used, the window's block
+ *     handed to its pfree(), and whether dlsym(RTLD_DEFAULT, "malloc") and
+ *     the plugin's own address of malloc are what dlsym found before the
+ *     attach.
  *   sleep: the main thread sleeps 2 s in nanosleep (attached to and
  *     detached from meanwhile): its status, errno, and how long it slept.
  *   relro PLUGIN: at "go", dlopen(PLUGIN), a call of its pmalloc(), a
@@ -66,6 +73,23 @@ churner(void *arg)
 		free(p);
 	}
 	return arg;
+}
+
+/* the sites of the blocks counted in the profile (profsum.py) */
+__attribute__((noinline)) static void *
+site_handoff(void)
+{
+	void *p = malloc(4242);
+	__asm__ volatile("" : : "r"(p) : "memory");
+	return p;
+}
+
+__attribute__((noinline)) static void *
+site_window(void)
+{
+	void *p = malloc(777);
+	__asm__ volatile("" : : "r"(p) : "memory");
+	return p;
 }
 
 static void
@@ -153,8 +177,9 @@ main(int argc, char **argv)
 		char b[64];
 		if (!fgets(b, sizeof(b), stdin))
 			return 1;
-		void *volatile blk = malloc(24);
-		void *h = dlopen(argv[2], RTLD_NOW);
+		void *volatile blk = site_handoff();
+		int lazy = argc > 3 && strcmp(argv[3], "lazy") == 0;
+		void *h = dlopen(argv[2], lazy ? RTLD_LAZY : RTLD_NOW);
 		void (*pf)(void *) = h ? (void (*)(void *))dlsym(h, "pfree") : NULL;
 		if (!pf) {
 			printf("end dlopen %s\n", dlerror());
@@ -162,6 +187,35 @@ main(int argc, char **argv)
 		}
 		pf(blk);
 		printf("end handoff\n");
+		reader(NULL);
+	} else if (strcmp(mode, "afterdetach") == 0 && argc > 2) {
+		signal(SIGSEGV, SIG_DFL);
+		void *m0 = dlsym(RTLD_DEFAULT, "malloc");
+		printf("ready\n");
+		char b[64];
+		if (!fgets(b, sizeof(b), stdin))
+			return 1;
+		void *volatile blk = site_window();
+		printf("sampled\n");
+		if (!fgets(b, sizeof(b), stdin))
+			return 1;
+		void *h = dlopen(argv[2], RTLD_NOW);
+		void (*pf)(void *) = h ? (void (*)(void *))dlsym(h, "pfree") : NULL;
+		void *(*pm)(size_t) = h ? (void *(*)(size_t))dlsym(h, "pmalloc") : NULL;
+		void *(*pmf)(void) = h ? (void *(*)(void))dlsym(h, "pmallocfn") : NULL;
+		if (!pf || !pm || !pmf) {
+			printf("end dlopen %s\n", dlerror());
+			return 1;
+		}
+		for (int i = 0; i < 1000; i++) {
+			char *volatile p = pm(100);
+			p[0] = 1;
+			pf(p);
+		}
+		pf(blk); /* sampled while attached, freed by an object loaded after */
+		void *m1 = dlsym(RTLD_DEFAULT, "malloc");
+		printf("end afterdetach dlsym %s, plugin's malloc %s\n",
+		       m1 == m0 ? "kept" : "CHANGED", pmf() == m0 ? "kept" : "CHANGED");
 		reader(NULL);
 	} else if (strcmp(mode, "sleep") == 0) {
 		struct timespec t0, t1, d = {2, 0};
