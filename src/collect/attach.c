@@ -338,13 +338,7 @@ heapprof__attach_loading(hp_config *cfg)
 static void
 route_lookups(void)
 {
-	for (int f = 0; f < NFN; f++) {
-		if (!theirs[f])
-			continue;
-		int r = heapprof__symval_route(f, fn_name[f], theirs[f], ours[f]);
-		if (r < 0)
-			symval_failed[f] = -r;
-	}
+	heapprof__symval_route(NFN, fn_name, theirs, ours, symval_failed);
 	Dl_info di;
 	if (dladdr((void *)route_lookups, &di) && di.dli_fname) {
 		void *self = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);

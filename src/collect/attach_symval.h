@@ -6,12 +6,14 @@
 #define HP_ATTACH_SYMVAL_H
 #include <stdint.h>
 
-/* The definition of `name` that is `theirs` (the program's lookup's
- * first) made to lead to `ours` in the loader's lookups: the count of
- * .dynsym entries patched (0: patched already), or -errno (-ENOTSUP: an
- * IFUNC). */
-int heapprof__symval_route(int fn, const char *name, uintptr_t theirs,
-                           uintptr_t ours);
+/* For each function fn < nfn: the definition of name[fn] that is
+ * theirs[fn] (the program's lookup's first; 0: not routed) made to lead
+ * to ours[fn] in the loader's lookups; err[fn] gets 0 (routed, now or
+ * before), or why not (ENOENT: no such definition found, ENOTSUP: an
+ * IFUNC, an mprotect's errno). */
+void heapprof__symval_route(int nfn, const char *const *name,
+                            const uintptr_t *theirs, const uintptr_t *ours,
+                            int *err);
 /* The entries of the functions numbered `from` and above put back. */
 void heapprof__symval_restore(int from);
 /* The original definition of fn if its entries lead to ours now, or 0. */
