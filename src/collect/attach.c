@@ -17,8 +17,12 @@
  * profiler's range and may be freed long after the detach, which only our
  * free knows how to do (one range check for every other pointer). The
  * allocating ones go back to what they held at heapprof_attach_stop().
- * Objects loaded after the attach are routed at the next sample
- * (heapprof__attach_poll: the loader's count of loaded objects changed).
+ * Objects relocated after the attach (dlopen, lazy PLT slots) bind ours
+ * through the loader's own lookup (attach_symval.c: the definer's
+ * .dynsym values, with the same split at the detach); they are also
+ * rescanned at the next sample (heapprof__attach_poll: the loader's count
+ * of loaded objects changed), for a function whose lookups could not be
+ * routed (an IFUNC).
  *
  * Shared state: the saved entries (slots) and `scanned_adds` are under
  * `lock` (attach, stop and rescans; rare paths, a sample's at most);
