@@ -538,9 +538,17 @@ heapprof__attach_comment(char *buf, size_t cap)
 	char when[64];
 	gmtime_r(&s, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	const char *late = "";
+#ifndef HP_ENTRY_RENAMED
+	/* written under lock by the attach, before any sample */
+	for (int f = 0; f < NFN; f++)
+		if (theirs[f] && symval_failed[f])
+			late = "; objects loaded later routed at their first "
+			       "sample only (allocator symbols not routable)";
+#endif
 	snprintf(buf, cap,
 	         "heapprof: attached to the running process at %s (unix %lld): "
-	         "the profile covers allocations since the attach%s",
+	         "the profile covers allocations since the attach%s%s",
 	         when, (long long)s,
-	         attach_count > 1 ? " (and those of the earlier attaches)" : "");
+	         attach_count > 1 ? " (and those of the earlier attaches)" : "", late);
 }
