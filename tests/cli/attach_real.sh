@@ -5,7 +5,7 @@
 #    attach/detach cycles while the benchmark runs; every benchmark run
 #    completes without an error, redis answers after each cycle and keeps
 #    the keys written before, every profile parses and its window has
-#    samples; a window at rate 1 with no load agrees with what redis's
+#    samples, a BGSAVE in each window (a fork) saves; a window at rate 1 with no load agrees with what redis's
 #    INFO memory says changed (its used_memory counts malloc_usable_size)
 #    and with jemalloc's own count (the window's blocks are in heapprof's
 #    range, not jemalloc's); the pause of each attach and detach;
@@ -107,7 +107,7 @@ redis() {
 			sed -n 's/.*allocator=jemalloc .*in_use=\([0-9]*\).*/\1/p')
 		du=$((u1 - u0)) dj=$((j1 - j0))
 		echo "  redis window at rate 1: profile inuse_space $inuse, used_memory +$du," \
-			"jemalloc allocated +$dj; profile's jemalloc in_use ${held:-none}, INFO's after $j2" >&2
+			"jemalloc allocated change $dj; profile's jemalloc in_use ${held:-none}, INFO's after $j2" >&2
 		# inuse within 5% of what used_memory grew by (it counts
 		# malloc_usable_size, a little over the size asked for)
 		if [ $arc -eq 0 ] && [ "$du" -gt 2000000 ] &&
@@ -140,10 +140,22 @@ redis() {
 		_n=$((_n + 1)); [ $_n -gt 2000 ] && break
 		sleep 0.01
 	done
-	_i=0 _bad=0 _down=0
+	# each window has a BGSAVE in it: redis forks, the child writes the
+	# data set (its allocations sampled too) and exits
+	_i=0 _bad=0 _down=0 _saves=0
 	while [ $_i -lt "$CYCLES" ]; do
-		timeout 60 "$HEAPPROF" attach -d 0.2 -r 65536 -o "$T/rcy.$_i.pb.gz" "$RPID" 2>>rcy.attach ||
-			_bad=$((_bad + 1))
+		timeout 60 "$HEAPPROF" attach -d 0.3 -r 65536 -o "$T/rcy.$_i.pb.gz" "$RPID" 2>>rcy.attach &
+		_ap=$!
+		if waitfor rcy.attach 'attached to' $((_i + 1)) &&
+		   [ "$(rcli bgsave)" = "Background saving started" ]; then
+			_saves=$((_saves + 1))
+			_n=0
+			while rcli info persistence | grep -q 'rdb_bgsave_in_progress:1'; do
+				_n=$((_n + 1)); [ $_n -gt 3000 ] && break
+				sleep 0.01
+			done
+		fi
+		wait $_ap || _bad=$((_bad + 1))
 		[ "$(rcli ping)" = PONG ] || _down=$((_down + 1))
 		_i=$((_i + 1))
 	done
@@ -159,10 +171,13 @@ redis() {
 		fi
 	done
 	echo "  redis: $CYCLES cycles under load ($nb benchmark runs): $(pauses rcy.attach)" >&2
+	saved=$(grep -c 'DB saved on disk' redis.log)
 	if [ $_bad -eq 0 ] && [ $_down -eq 0 ] && kill -0 "$RPID" 2>/dev/null &&
+	   [ $_saves -eq "$CYCLES" ] && [ "$saved" -eq "$CYCLES" ] &&
+	   rcli info persistence | grep -q 'rdb_last_bgsave_status:ok' &&
 	   [ "$(grep -c 'detached from' rcy.attach)" -eq "$CYCLES" ] && grown rcy
 	then pass attach_real.redis.cycles
-	else fail attach_real.redis.cycles "$_bad attaches failed, $_down pings unanswered: $(grep -v 'attached to\|detached from' rcy.attach | head -3)"; fi
+	else fail attach_real.redis.cycles "$_bad attaches failed, $_down pings unanswered, $_saves/$saved of $CYCLES BGSAVEs started/saved: $(grep -v 'attached to\|detached from' rcy.attach | head -3)"; fi
 	if [ "$nb" -ge 1 ] && [ $bad_b -eq 0 ]; then pass attach_real.redis.benchmark
 	else fail attach_real.redis.benchmark "$bad_b of $nb benchmark runs failed"; fi
 	seq 1 2000 | sed 's/.*/GET pre:&/' | rcli | md5sum >pre.after
