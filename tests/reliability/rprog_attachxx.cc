@@ -9,6 +9,10 @@
 //   pool N     N jobs of the same kind for the two threads started at
 //              the beginning, which live across every attach and detach
 //   free       deletes every other kept object
+//   zlib N     N times: dlopen libz.so.1 (loaded after the attach: its
+//              allocations are seen from the next sample on, hence an
+//              allocation before its use), compress 64 KiB with it,
+//              dlclose it
 //   mark       starts the window that "truth" reports
 //   truth      prints on stderr, per site, what it allocated since the
 //              mark and what of that is still kept (profsum.py's EXPECT
@@ -20,7 +24,10 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
+#include <dlfcn.h>
+#include <zlib.h>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -117,6 +124,11 @@ release(Kept &k)
 	}
 }
 
+struct alignas(256) Aligned {
+	char c[300];
+};
+static std::atomic<long> misaligned;
+
 static std::vector<Kept> kept; // main thread only
 static std::atomic<unsigned long> sum;
 
@@ -136,6 +148,13 @@ job(unsigned seed, long rounds, std::vector<Kept> &out)
 		auto *node = new std::pair<long, std::string>(r, s);
 		acc += s.size() + v.size() + (unsigned long)node->first;
 		delete node;
+		// operator new with an alignment: aligned_alloc underneath
+		auto *a = new Aligned[1 + x % 4];
+		if ((uintptr_t)a % alignof(Aligned) != 0)
+			misaligned++;
+		a[0].c[0] = (char)x;
+		acc += (unsigned char)a[0].c[0];
+		delete[] a;
 		switch (r % 8) {
 		case 0: out.push_back(site_str(8 + x % 200, 'a' + (char)(x % 26))); break;
 		case 3: out.push_back(site_vec(x % 64)); break;
@@ -240,6 +259,27 @@ main()
 			for (auto &o : pool_out)
 				add_kept(o.second);
 			pool_out.clear();
+		} else if (std::sscanf(line, "zlib %ld", &a) == 1) {
+			std::vector<unsigned char> in(65536), out(70000);
+			for (size_t i = 0; i < in.size(); i++)
+				in[i] = (unsigned char)("heapprof attach "[i % 16] + (i / 4096));
+			for (long i = 0; i < a; i++) {
+				void *z = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+				// an allocation between the load and the use: heapprof
+				// routes a new object at the first sample after its load
+				std::string *tag = new std::string(100, 'z');
+				sum += tag->size();
+				delete tag;
+				auto comp = z ? (decltype(&compress2))dlsym(z, "compress2") : nullptr;
+				uLongf n = out.size();
+				if (!comp || comp(out.data(), &n, in.data(), in.size(), 6) != Z_OK) {
+					std::printf("zlib failed\n");
+					n = 0;
+				}
+				sum += n;
+				if (z)
+					dlclose(z);
+			}
 		} else if (std::strncmp(line, "free", 4) == 0) {
 			size_t j = 0;
 			for (size_t i = 0; i < kept.size(); i++) {
@@ -261,7 +301,8 @@ main()
 		} else if (std::strncmp(line, "quit", 4) == 0) {
 			break;
 		}
-		std::printf("ok %lu %zu\n", sum.load(), kept.size());
+		std::printf("ok %lu %zu%s\n", sum.load(), kept.size(),
+		            misaligned.load() ? " MISALIGNED" : "");
 	}
 	{
 		std::lock_guard<std::mutex> l(pool_mu);
