@@ -13,9 +13,10 @@
  * finds first, and an entry is rewritten only if it held that function or
  * the object's own lazy-binding stub). Entries of the freeing functions
  * (free, realloc, reallocarray, malloc_usable_size; and dlclose, see
- * fn_name) are rewritten first and never put back: a block sampled while attached lives in the
- * profiler's range and may be freed long after the detach, which only our
- * free knows how to do (one range check for every other pointer). The
+ * fn_name) are rewritten first and never put back: a block sampled while
+ * attached lives in the profiler's range and may be freed long after the
+ * detach, which only our free knows how to do (one range check for every
+ * other pointer). The
  * allocating ones go back to what they held at heapprof_attach_stop().
  * Objects loaded after the attach are routed at the next sample
  * (heapprof__attach_poll: the loader's count of loaded objects changed).
