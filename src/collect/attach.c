@@ -12,10 +12,11 @@
  * points forward to heapprof__next, the allocator the program's lookup
  * finds first, and an entry is rewritten only if it held that function or
  * the object's own lazy-binding stub). Entries of the freeing functions
- * (free, realloc, reallocarray, malloc_usable_size) are rewritten first
- * and never put back: a block sampled while attached lives in the
- * profiler's range and may be freed long after the detach, which only our
- * free knows how to do (one range check for every other pointer). The
+ * (free, realloc, reallocarray, malloc_usable_size; and dlclose, see
+ * fn_name) are rewritten first and never put back: a block sampled while
+ * attached lives in the profiler's range and may be freed long after the
+ * detach, which only our free knows how to do (one range check for every
+ * other pointer). The
  * allocating ones go back to what they held at heapprof_attach_stop().
  * Objects relocated after the attach (dlopen, lazy PLT slots) bind ours
  * through the loader's own lookup (attach_symval.c: the definer's
@@ -53,12 +54,17 @@ static int attach_count;      /* attaches so far (under lock) */
 
 #ifndef HP_ENTRY_RENAMED
 
-/* The functions routed, in this order; the first FREEING stay routed. */
-enum { F_FREE, F_REALLOC, F_REALLOCARRAY, F_USABLE, FREEING,
+/* The functions routed, in this order; the first FREEING stay routed.
+ * dlclose is unload_hook.c's: it keeps what the sampled frames of an
+ * object it unmaps belong to, so a profile still names them (without it,
+ * a plugin loaded and closed while attached showed as <unknown> frames
+ * with no mapping); it stays routed since those samples outlive the
+ * detach (a later attach's profile counts them). */
+enum { F_FREE, F_REALLOC, F_REALLOCARRAY, F_USABLE, F_DLCLOSE, FREEING,
        F_MALLOC = FREEING, F_CALLOC, F_POSIX_MEMALIGN, F_ALIGNED_ALLOC,
        F_MEMALIGN, F_VALLOC, F_PVALLOC, NFN };
 static const char *const fn_name[NFN] = {
-	"free", "realloc", "reallocarray", "malloc_usable_size", "malloc",
+	"free", "realloc", "reallocarray", "malloc_usable_size", "dlclose", "malloc",
 	"calloc", "posix_memalign", "aligned_alloc", "memalign", "valloc",
 	"pvalloc"};
 
@@ -150,7 +156,7 @@ scan_rela(const struct dl_phdr_info *info, const ElfW(Rela) *r, size_t n,
 			continue;
 		const char *nm = strtab + symtab[ELF64_R_SYM(r[i].r_info)].st_name;
 		if (nm[0] != 'f' && nm[0] != 'r' && nm[0] != 'm' && nm[0] != 'c' &&
-		    nm[0] != 'p' && nm[0] != 'a' && nm[0] != 'v')
+		    nm[0] != 'p' && nm[0] != 'a' && nm[0] != 'v' && nm[0] != 'd')
 			continue;
 		int f;
 		for (f = 0; f < scan_upto; f++)
@@ -276,6 +282,7 @@ resolve_fns(void)
 	const uintptr_t next[NFN] = {
 		(uintptr_t)heapprof__next.free, (uintptr_t)heapprof__next.realloc,
 		0, (uintptr_t)heapprof__next.malloc_usable_size,
+		(uintptr_t)dlsym(RTLD_NEXT, "dlclose"), /* unload_hook.c's next */
 		(uintptr_t)heapprof__next.malloc, (uintptr_t)heapprof__next.calloc,
 		(uintptr_t)heapprof__next.posix_memalign,
 		(uintptr_t)heapprof__next.aligned_alloc,
@@ -284,8 +291,13 @@ resolve_fns(void)
 	int rc = 0;
 	for (int f = 0; f < NFN; f++) {
 		uintptr_t o = (uintptr_t)dlsym(self, fn_name[f]);
-		if (o < (uintptr_t)__start_heapprof_entry ||
-		    o >= (uintptr_t)__stop_heapprof_entry) {
+		Dl_info od;
+		/* dlclose: ours, outside the entry section (its frames are
+		 * not the allocator's) */
+		if (f == F_DLCLOSE ? !o || !dladdr((void *)o, &od) ||
+		                     od.dli_fbase != di.dli_fbase
+		                   : o < (uintptr_t)__start_heapprof_entry ||
+		                     o >= (uintptr_t)__stop_heapprof_entry) {
 			rc = -1;
 			break;
 		}
