@@ -354,7 +354,15 @@ heapprof__attach_loading(hp_config *cfg)
 static void
 route_lookups(void)
 {
-	heapprof__symval_route(NFN, fn_name, theirs, ours, symval_failed);
+	/* Not dlclose: unload_hook.c's wrapper finds the real one with
+	 * dlsym(RTLD_NEXT), which would then return the wrapper itself
+	 * (it recursed for ever: attach_real.cxx.dlopen_later). Objects
+	 * loaded later reach glibc's dlclose directly. */
+	uintptr_t t[NFN];
+	memcpy(t, theirs, sizeof(t));
+	t[F_DLCLOSE] = 0;
+	heapprof__symval_route(NFN, fn_name, t, ours, symval_failed);
+	symval_failed[F_DLCLOSE] = 0;
 	Dl_info di;
 	if (dladdr((void *)route_lookups, &di) && di.dli_fname) {
 		void *self = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);

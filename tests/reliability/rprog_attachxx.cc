@@ -265,11 +265,9 @@ main()
 				in[i] = (unsigned char)("heapprof attach "[i % 16] + (i / 4096));
 			for (long i = 0; i < a; i++) {
 				void *z = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-				// an allocation between the load and the use: heapprof
-				// routes a new object at the first sample after its load
-				std::string *tag = new std::string(100, 'z');
-				sum += tag->size();
-				delete tag;
+				// no allocation between the load and the use: the
+				// loader binds libz's malloc to heapprof while attached
+				// (attach_symval.c), not the first sample after the load
 				auto comp = z ? (decltype(&compress2))dlsym(z, "compress2") : nullptr;
 				uLongf n = out.size();
 				if (!comp || comp(out.data(), &n, in.data(), in.size(), 6) != Z_OK) {
