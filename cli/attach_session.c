@@ -111,15 +111,6 @@ as_accept(int lfd)
 	int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (c < 0)
 		return -1;
-	uid_t uid = (uid_t)-1;
-	if (!trusted(c, &uid)) {
-		char msg[128];
-		snprintf(msg, sizeof(msg), "the session belongs to uid %ld, not to "
-		         "uid %ld: only its owner or root may end it",
-		         (long)geteuid(), (long)uid);
-		as_reply(c, 0, msg);
-		return -1;
-	}
 	/* the request comes with the connection; a client that sends
 	 * nothing within a second is not detach */
 	struct pollfd p = {c, POLLIN, 0};
@@ -127,6 +118,15 @@ as_accept(int lfd)
 	ssize_t n = poll(&p, 1, 1000) == 1 ? recv(c, buf, sizeof(buf), 0) : -1;
 	if (n != 6 || memcmp(buf, "detach", 6) != 0) {
 		close(c);
+		return -1;
+	}
+	uid_t uid = (uid_t)-1;
+	if (!trusted(c, &uid)) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "the session belongs to uid %ld, not to "
+		         "uid %ld: only its owner or root may end it",
+		         (long)geteuid(), (long)uid);
+		as_reply(c, 0, msg);
 		return -1;
 	}
 	return c;
@@ -216,6 +216,7 @@ cli_detach(int argc, char **argv)
 		close(fd);
 		return 1;
 	}
+	/* (the session reads the request, then checks who sent it) */
 	/* the session writes the profile first (seconds for a big one) */
 	char msg[1025];
 	struct pollfd p = {fd, POLLIN, 0};
