@@ -108,7 +108,7 @@ state "$TPID" >before.state
 if attach -r 1 --http 127.0.0.1:0 -o "$T/d.pb.gz" "$TPID"; then
 	PORT=$(port_of)
 	send "alloc 100 1000"
-	curl -sS -o heap.pb.gz "http://127.0.0.1:$PORT/debug/pprof/heap" 2>curl.err
+	curl -sS -m 30 -o heap.pb.gz "http://127.0.0.1:$PORT/debug/pprof/heap" 2>curl.err
 	gook=1
 	if command -v go >/dev/null 2>&1; then
 		go tool pprof -top heap.pb.gz 2>&1 | grep -q '97\.66kB .*site_keep$' || gook=0
@@ -118,12 +118,13 @@ if attach -r 1 --http 127.0.0.1:0 -o "$T/d.pb.gz" "$TPID"; then
 	if [ -n "$PORT" ] && has_keep heap.pb.gz && [ $gook = 1 ]; then pass attach_http.endpoint
 	else fail attach_http.endpoint "port '$PORT' go $gook: $(cat a.err curl.err | head -4); $("$HEAPPROF" top heap.pb.gz 2>&1 | tail -3)"; fi
 	"$HEAPPROF" detach "$TPID" >det.out 2>det.err; drc=$?
+	[ $drc -ne 0 ] && kill -9 $APID # no hang
 	wait $APID; arc=$?; APID=
 	if [ $drc -eq 0 ] && [ $arc -eq 0 ] && grep -q "detached from $TPID.*wrote $T/d.pb.gz" det.err &&
 	   has_keep d.pb.gz
 	then pass attach_http.detach_cmd
 	else fail attach_http.detach_cmd "detach $drc, attach $arc: $(cat det.err a.err | tail -4)"; fi
-	curl -sS -o /dev/null "http://127.0.0.1:$PORT/debug/pprof/heap" 2>curl.err; crc=$?
+	curl -sS -m 30 -o /dev/null "http://127.0.0.1:$PORT/debug/pprof/heap" 2>curl.err; crc=$?
 	python3 -c 'import socket,sys
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)' "$PORT" 2>bind.err; brc=$?
@@ -138,7 +139,7 @@ fi
 # ---- the same process again: the library is loaded, the endpoint starts again
 if attach -r 1 --http localhost:0 -o "$T/e.pb.gz" "$TPID"; then
 	PORT=$(port_of)
-	curl -sS -o heap2.pb.gz "http://127.0.0.1:$PORT/debug/pprof/heap" 2>curl.err; crc=$?
+	curl -sS -m 30 -o heap2.pb.gz "http://127.0.0.1:$PORT/debug/pprof/heap" 2>curl.err; crc=$?
 	kill -TERM $APID; wait $APID; arc=$?; APID=
 	if [ $crc -eq 0 ] && [ $arc -eq 0 ] && "$HEAPPROF" top heap2.pb.gz >/dev/null 2>&1 &&
 	   settled "$TPID" before.state
@@ -180,6 +181,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
 		send "alloc 3 10"; alive=1
 		kill -0 $APID 2>/dev/null || alive=0
 		"$HEAPPROF" detach "$TPID" >out 2>det2.err; drc=$?
+		[ $drc -ne 0 ] && kill -9 $APID # no hang
 		wait $APID; arc=$?; APID=
 		if [ $orc -ne 0 ] && grep -q 'only its owner or root' other.err && [ $alive = 1 ] &&
 		   [ $drc -eq 0 ] && [ $arc -eq 0 ] && [ -s u.pb.gz ]
