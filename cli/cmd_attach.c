@@ -11,6 +11,7 @@
  * the sequence of remote calls.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -210,11 +211,36 @@ read_str(pid_t pid, uint64_t at, char *out, size_t cap)
 	out[cap - 1] = 0;
 }
 
+/* Threads of the target never to stop for a remote call: the endpoint's
+ * (--http), which may be in the middle of a snapshot holding the
+ * profiler's dump lock, and which heapprof_attach_http_stop joins. */
+static pid_t skip_tids[16];
+static int nskip;
+
+/* The thread ids of pid, up to cap: how many. */
+static int
+task_list(pid_t pid, pid_t *out, int cap)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)) && n < cap)
+		if (atoi(e->d_name) > 0)
+			out[n++] = (pid_t)atoi(e->d_name);
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static int
 stop_thread(pt_thread *t, pid_t pid)
 {
 	pt_unsafe u;
 	pt_unsafe_ranges(pid, &u);
+	memcpy(u.skip, skip_tids, sizeof(skip_tids));
+	u.nskip = nskip;
 	int rc = pt_stop_safe(t, pid, &u, 5000);
 	if (rc == -EPERM)
 		explain_eperm(pid);
@@ -558,8 +584,20 @@ cli_attach(int argc, char **argv)
 	int port = 0;
 	if (rc == 0 && http) {
 		at = pt_push(t, http, strlen(http) + 1);
+		pid_t was[1024], now[1024];
+		int nw = task_list(pid, was, 1024);
 		rc = at ? pt_call(t, f_http, at, 0, 0, &ret) : -EFAULT;
 		port = (int)(uint32_t)ret;
+		/* the endpoint's thread: new since the call (a thread the
+		 * program made meanwhile is only never stopped, no harm) */
+		int nn = task_list(pid, now, 1024);
+		for (int i = 0; i < nn && nskip < 16; i++) {
+			int old_one = 0;
+			for (int k = 0; k < nw; k++)
+				old_one |= was[k] == now[i];
+			if (!old_one)
+				skip_tids[nskip++] = now[i];
+		}
 		if (rc == 0 && port > 0)
 			s.f_http_stop = f_http_stop;
 	}

@@ -20,6 +20,10 @@
 #                              the session goes on
 #   attach_http.sigint, .sigterm  the attacher ended by a signal writes the
 #                              profile and exits 0
+#   attach_http.busy_main      detach while the main thread is busy in malloc:
+#                              the remote calls never run on the endpoint's
+#                              own thread (it may hold the dump lock, and it
+#                              cannot join itself)
 # Prints PASS name / FAIL name / SKIP name: why.
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 HEAPPROF=$REPO/build/heapprof
@@ -118,7 +122,7 @@ if attach -r 1 --http 127.0.0.1:0 -o "$T/d.pb.gz" "$TPID"; then
 	if [ -n "$PORT" ] && has_keep heap.pb.gz && [ $gook = 1 ]; then pass attach_http.endpoint
 	else fail attach_http.endpoint "port '$PORT' go $gook: $(cat a.err curl.err | head -4); $("$HEAPPROF" top heap.pb.gz 2>&1 | tail -3)"; fi
 	"$HEAPPROF" detach "$TPID" >det.out 2>det.err; drc=$?
-	[ $drc -ne 0 ] && kill -9 $APID # no hang
+	[ $drc -ne 0 ] && kill -9 $APID 2>/dev/null # no hang
 	wait $APID; arc=$?; APID=
 	if [ $drc -eq 0 ] && [ $arc -eq 0 ] && grep -q "detached from $TPID.*wrote $T/d.pb.gz" det.err &&
 	   has_keep d.pb.gz
@@ -181,7 +185,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
 		send "alloc 3 10"; alive=1
 		kill -0 $APID 2>/dev/null || alive=0
 		"$HEAPPROF" detach "$TPID" >out 2>det2.err; drc=$?
-		[ $drc -ne 0 ] && kill -9 $APID # no hang
+		[ $drc -ne 0 ] && kill -9 $APID 2>/dev/null # no hang
 		wait $APID; arc=$?; APID=
 		if [ $orc -ne 0 ] && grep -q 'only its owner or root' other.err && [ $alive = 1 ] &&
 		   [ $drc -eq 0 ] && [ $arc -eq 0 ] && [ -s u.pb.gz ]
@@ -213,4 +217,27 @@ for sig in INT TERM; do
 	fi
 	finish || fail attach_http.target "the target ended with $?: $(tail -3 t.err)"
 done
+
+# ---- the detach while the main thread allocates in a loop (libc most of
+# the time: not a safe point); the endpoint's thread, in poll, would be
+start
+state "$TPID" >before3.state
+if attach -r 4096 --http 127.0.0.1:0 -o "$T/b.pb.gz" "$TPID"; then
+	echo "churn 4000000" >&5; OKS=$((OKS + 1))
+	# until the main thread runs (it is in the churn)
+	_n=0
+	while [ "$(sed 's/.*) \(.\).*/\1/' /proc/$TPID/task/$TPID/stat)" != R ] && [ $_n -lt 2000 ]; do
+		_n=$((_n + 1)); sleep 0.001
+	done
+	"$HEAPPROF" detach "$TPID" >out 2>busy.err; drc=$?
+	[ $drc -ne 0 ] && kill -9 $APID 2>/dev/null
+	wait $APID; arc=$?; APID=
+	waitfor t.out '^ok' $OKS
+	if [ $drc -eq 0 ] && [ $arc -eq 0 ] && [ -s b.pb.gz ] && settled "$TPID" before3.state
+	then pass attach_http.busy_main
+	else fail attach_http.busy_main "detach $drc attach $arc: $(cat busy.err | head -3); $(diff before3.state now.state)"; fi
+else
+	fail attach_http.busy_main "no attach: $(cat a.err)"; kill -9 $APID 2>/dev/null; APID=
+fi
+finish || fail attach_http.target "the target ended with $?: $(tail -3 t.err)"
 exit $FAILED
