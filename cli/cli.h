@@ -19,6 +19,7 @@ int cli_flame(int argc, char **argv);
 int cli_convert(int argc, char **argv);
 int cli_symbolize(int argc, char **argv);
 int cli_attach(int argc, char **argv);
+int cli_detach(int argc, char **argv); /* attach_session.c */
 
 /* libheapprof.so as heapprof run finds it (cmd_run.c): 0 or -errno. */
 int cli_find_library(char *buf, size_t cap);

@@ -3,27 +3,34 @@
  * while without restarting it. Loads libheapprof.so into it with a remote
  * dlopen (ptrace_call.c: no gdb), starts sampling (the library routes the
  * malloc family of every loaded object to itself: src/collect/attach.c),
- * and after -d seconds, Ctrl-C or the end of the process writes the
- * profile of what was allocated since the attach and stops sampling.
+ * and after -d seconds, Ctrl-C, SIGTERM, `heapprof detach PID`
+ * (attach_session.c) or the end of the process writes the profile of what
+ * was allocated since the attach and stops sampling. With --http the
+ * target serves /debug/pprof until the detach (src/serve/attach_http.c).
  * Owns the command line, the refusals (each with its reason and fix) and
  * the sequence of remote calls.
  */
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "attach_session.h"
 #include "cli.h"
 #include "parse.h"
 #include "ptrace_call.h"
@@ -32,17 +39,21 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: heapprof attach [-d SECONDS] [-o FILE] [-r RATE] PID\n"
+	        "usage: heapprof attach [-d SECONDS] [-o FILE] [-r RATE] [--http ADDR] PID\n"
 	        "\n"
 	        "Profiles the running process PID without restarting it: loads\n"
 	        "libheapprof.so into it (ptrace, no gdb), samples its allocations, and\n"
-	        "after SECONDS (or Ctrl-C, or its end) writes the profile of what was\n"
-	        "allocated since the attach (alloc_*) and is still in use (inuse_*).\n"
-	        "Sampling then stops; the program goes on.\n"
+	        "after SECONDS (or Ctrl-C, SIGTERM, `heapprof detach PID`, or its end)\n"
+	        "writes the profile of what was allocated since the attach (alloc_*)\n"
+	        "and is still in use (inuse_*). Sampling then stops; the program goes on.\n"
 	        "\n"
-	        "  -d, --duration SECONDS  how long to sample (default: until Ctrl-C)\n"
+	        "  -d, --duration SECONDS  how long to sample (default: until Ctrl-C or\n"
+	        "                          heapprof detach PID)\n"
 	        "  -o, --output FILE       the profile (default heapprof.PID.attach.pb.gz)\n"
 	        "  -r, --rate BYTES        mean bytes between samples (default 512k; 1: all)\n"
+	        "      --http ADDR         the process serves /debug/pprof/heap, /allocs\n"
+	        "                          (Go's endpoints) on ADDR, a loopback HOST:PORT\n"
+	        "                          (PORT 0: any free one), until the detach\n"
 	        "  -h, --help              this help\n");
 }
 
@@ -200,11 +211,36 @@ read_str(pid_t pid, uint64_t at, char *out, size_t cap)
 	out[cap - 1] = 0;
 }
 
+/* Threads of the target never to stop for a remote call: the endpoint's
+ * (--http), which may be in the middle of a snapshot holding the
+ * profiler's dump lock, and which heapprof_attach_http_stop joins. */
+static pid_t skip_tids[16];
+static int nskip;
+
+/* The thread ids of pid, up to cap: how many. */
+static int
+task_list(pid_t pid, pid_t *out, int cap)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)) && n < cap)
+		if (atoi(e->d_name) > 0)
+			out[n++] = (pid_t)atoi(e->d_name);
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static int
 stop_thread(pt_thread *t, pid_t pid)
 {
 	pt_unsafe u;
 	pt_unsafe_ranges(pid, &u);
+	memcpy(u.skip, skip_tids, sizeof(skip_tids));
+	u.nskip = nskip;
 	int rc = pt_stop_safe(t, pid, &u, 5000);
 	if (rc == -EPERM)
 		explain_eperm(pid);
@@ -216,11 +252,185 @@ stop_thread(pt_thread *t, pid_t pid)
 	return rc;
 }
 
+/* --http ADDR as the endpoint takes it (HOST:PORT, HOST an IPv4 or [IPv6]
+ * loopback address or localhost), checked before the target is touched:
+ * 0, or 1 (said why). A port some socket of this network namespace holds
+ * is refused here; the target's own bind says the rest. */
+static int
+http_check(pid_t pid, const char *spec)
+{
+	char host[256];
+	const char *colon = strrchr(spec, ':');
+	char *end;
+	long port = colon ? strtol(colon + 1, &end, 10) : -1;
+	if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(host) ||
+	    !colon[1] || *end || port < 0 || port > 65535) {
+		cli_err("attach: --http %s: not HOST:PORT (e.g. localhost:6060, "
+		        "127.0.0.1:0 for any free port)", spec);
+		return 1;
+	}
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = 0;
+	char *h = host;
+	if (h[0] == '[' && h[strlen(h) - 1] == ']') {
+		h[strlen(h) - 1] = 0;
+		h++;
+	}
+	if (!strcmp(h, "localhost"))
+		h = "127.0.0.1";
+	struct sockaddr_in s4;
+	struct sockaddr_in6 s6;
+	memset(&s4, 0, sizeof(s4));
+	memset(&s6, 0, sizeof(s6));
+	struct sockaddr *sa;
+	socklen_t sl;
+	int loop;
+	if (inet_pton(AF_INET, h, &s4.sin_addr) == 1) {
+		s4.sin_family = AF_INET;
+		s4.sin_port = htons((uint16_t)port);
+		sa = (struct sockaddr *)&s4;
+		sl = sizeof(s4);
+		loop = (ntohl(s4.sin_addr.s_addr) >> 24) == 127;
+	} else if (inet_pton(AF_INET6, h, &s6.sin6_addr) == 1) {
+		s6.sin6_family = AF_INET6;
+		s6.sin6_port = htons((uint16_t)port);
+		sa = (struct sockaddr *)&s6;
+		sl = sizeof(s6);
+		loop = IN6_IS_ADDR_LOOPBACK(&s6.sin6_addr);
+	} else {
+		cli_err("attach: --http %s: %s is not an IP address nor localhost",
+		        spec, host);
+		return 1;
+	}
+	if (!loop) {
+		cli_err("attach: --http %s: not a loopback address: an attached "
+		        "process serves its profiles on loopback only (reach it from "
+		        "elsewhere through ssh -L)", spec);
+		return 1;
+	}
+	/* the target's network namespace is ours: try the address */
+	struct stat a, b;
+	char ns[64];
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/net", (int)pid);
+	if (port == 0 || stat("/proc/self/ns/net", &a) != 0 || stat(ns, &b) != 0 ||
+	    a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+		return 0;
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1, rc = 0;
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, sa, sl) != 0 && errno == EADDRINUSE) {
+			cli_err("attach: --http %s: the address is in use: choose "
+			        "another port (PORT 0: any free one); process %d was "
+			        "not touched", spec, (int)pid);
+			rc = 1;
+		}
+		close(fd);
+	}
+	return rc;
+}
+
+/* The session: what the detach needs. */
+typedef struct session {
+	pid_t pid;
+	pt_thread *t;
+	uint64_t f_dump, f_stop, f_http_stop;
+	const char *outabs;
+} session;
+
+/* The detach: the endpoint off, the profile, then sampling off. 0, or 1
+ * (msg says why); msg gets the last line either way. */
+static int
+detach_from(session *s, char *msg, size_t cap)
+{
+	pt_thread *t = s->t;
+	pid_t pid = s->pid;
+	if (stop_thread(t, pid) != 0) {
+		snprintf(msg, cap, "could not stop a thread of process %d to detach "
+		         "(see the session's output)", (int)pid);
+		return 1;
+	}
+	uint64_t at = pt_push(t, s->outabs, strlen(s->outabs) + 1);
+	uint64_t dumped = 0, stopped = 0, hs = 0;
+	int rc = 0;
+	if (s->f_http_stop)
+		rc = pt_call(t, s->f_http_stop, 0, 0, 0, &hs);
+	if (rc == 0)
+		rc = at ? pt_call(t, s->f_dump, at, 0, 0, &dumped) : -EFAULT;
+	if (rc == 0)
+		rc = pt_call(t, s->f_stop, 0, 0, 0, &stopped);
+	if (rc != 0) {
+		if (rc != -EFAULT && rc != -ESRCH)
+			pt_release(t);
+		snprintf(msg, cap, "attach: the detach's remote call failed in process "
+		         "%d: %s", (int)pid, strerror(-rc));
+		return 1;
+	}
+	int64_t pause_detach = pt_release(t);
+	int drc = (int)(uint32_t)dumped;
+	if (drc != 0) {
+		snprintf(msg, cap, "attach: process %d could not write %s: %s "
+		         "(sampling stopped)", (int)pid, s->outabs,
+		         strerror(drc < 0 ? -drc : drc));
+		return 1;
+	}
+	snprintf(msg, cap, "detached from %d (paused %.2f ms); wrote %s",
+	         (int)pid, pause_detach / 1e6, s->outabs);
+	return 0;
+}
+
+/* Waits for -d, a signal, `heapprof detach` (*req gets its connection) or
+ * the end of the process (1). Signals are blocked but in ppoll. */
+static int
+wait_end(pid_t pid, double seconds, int lfd, const sigset_t *open_mask, int *req)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int gone = 0;
+	while (!stop_sig && *req < 0) {
+		int wait_ms = 1000;
+		if (seconds >= 0) {
+			struct timespec n;
+			clock_gettime(CLOCK_MONOTONIC, &n);
+			double left = seconds - ((n.tv_sec - t0.tv_sec) + (n.tv_nsec - t0.tv_nsec) / 1e9);
+			if (left <= 0)
+				break;
+			wait_ms = left < 1 ? (int)(left * 1000) + 1 : 1000;
+		}
+		struct pollfd p[2];
+		int n = 0, ip = -1, il = -1;
+		if (pidfd >= 0) {
+			ip = n;
+			p[n++] = (struct pollfd){pidfd, POLLIN, 0};
+		}
+		if (lfd >= 0) {
+			il = n;
+			p[n++] = (struct pollfd){lfd, POLLIN, 0};
+		}
+		struct timespec ts = {wait_ms / 1000, (long)(wait_ms % 1000) * 1000000};
+		int r = ppoll(p, (nfds_t)n, &ts, open_mask);
+		if (r > 0 && ip >= 0 && p[ip].revents) {
+			gone = 1;
+			break;
+		}
+		if (r > 0 && il >= 0 && p[il].revents)
+			*req = as_accept(lfd);
+		if (pidfd < 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+			gone = 1;
+			break;
+		}
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	return gone;
+}
+
 int
 cli_attach(int argc, char **argv)
 {
 	double seconds = -1;
-	const char *out = NULL;
+	const char *out = NULL, *http = NULL;
 	int64_t rate = 0;
 	pid_t pid = 0;
 	for (int i = 1; i < argc; i++) {
@@ -246,9 +456,9 @@ cli_attach(int argc, char **argv)
 				return 2;
 			}
 			i++;
-		} else if (!strcmp(a, "--http")) {
-			cli_err("attach: --http is not available yet: use -d and -o");
-			return 2;
+		} else if (!strcmp(a, "--http") && v) {
+			http = v;
+			i++;
 		} else if (a[0] != '-' && !pid) {
 			char *end;
 			long p = strtol(a, &end, 10);
@@ -270,7 +480,7 @@ cli_attach(int argc, char **argv)
 		cli_err("attach: cannot attach to itself");
 		return 2;
 	}
-	if (refuse(pid))
+	if (refuse(pid) || (http && http_check(pid, http)))
 		return 1;
 	char marked[PATH_MAX + 8], real[PATH_MAX];
 	int rc = lib_paths(marked, sizeof(marked), real, sizeof(real));
@@ -311,6 +521,36 @@ cli_attach(int argc, char **argv)
 		        "profile it from the start instead (heapprof run)", libc, (int)pid);
 		return 1;
 	}
+	/* `heapprof detach PID`'s rendezvous (attach_session.c), before the
+	 * target is touched: a name taken means another session */
+	int lfd = as_listen(pid);
+	if (lfd < 0) {
+		if (lfd == -EADDRINUSE)
+			cli_err("attach: another heapprof attach session runs for process "
+			        "%d (`heapprof detach %d` ends it)", (int)pid, (int)pid);
+		else
+			cli_err("attach: the session's socket: %s", strerror(-lfd));
+		return 1;
+	}
+	/* Ctrl-C, SIGTERM, SIGHUP: blocked from here, but in the wait, so
+	 * that one arriving in the middle of a remote call waits for its end
+	 * (a tracer gone mid-call would leave the thread in our call) and
+	 * then ends the session as at its end: profile, detach */
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigset_t ends, open_mask;
+	sigemptyset(&ends);
+	sigaddset(&ends, SIGINT);
+	sigaddset(&ends, SIGTERM);
+	sigaddset(&ends, SIGHUP);
+	sigprocmask(SIG_BLOCK, &ends, &open_mask);
+	sigdelset(&open_mask, SIGINT);
+	sigdelset(&open_mask, SIGTERM);
+	sigdelset(&open_mask, SIGHUP);
 
 	/* ---- attach */
 	pt_thread *t = calloc(1, sizeof(*t));
@@ -330,13 +570,42 @@ cli_attach(int argc, char **argv)
 		        msg[0] ? msg : "(no message)");
 		return 1;
 	}
+	session s = {pid, t, 0, 0, 0, outabs};
 	uint64_t f_start = rc == 0 ? pt_symbol(pid, real, "heapprof_attach_start") : 0;
-	uint64_t f_dump = rc == 0 ? pt_symbol(pid, real, "heapprof_dump_file") : 0;
-	uint64_t f_stop = rc == 0 ? pt_symbol(pid, real, "heapprof_attach_stop") : 0;
-	if (rc == 0 && (!f_start || !f_dump || !f_stop))
+	s.f_dump = rc == 0 ? pt_symbol(pid, real, "heapprof_dump_file") : 0;
+	s.f_stop = rc == 0 ? pt_symbol(pid, real, "heapprof_attach_stop") : 0;
+	uint64_t f_http = http && rc == 0 ? pt_symbol(pid, real, "heapprof_attach_http") : 0;
+	uint64_t f_http_stop = http && rc == 0
+		? pt_symbol(pid, real, "heapprof_attach_http_stop") : 0;
+	if (rc == 0 && (!f_start || !s.f_dump || !s.f_stop ||
+	                (http && (!f_http || !f_http_stop))))
 		rc = -ENOENT;
-	if (rc == 0)
+	/* the endpoint first: if ADDR cannot be bound nothing was routed */
+	int port = 0;
+	if (rc == 0 && http) {
+		at = pt_push(t, http, strlen(http) + 1);
+		pid_t was[1024], now[1024];
+		int nw = task_list(pid, was, 1024);
+		rc = at ? pt_call(t, f_http, at, 0, 0, &ret) : -EFAULT;
+		port = (int)(uint32_t)ret;
+		/* the endpoint's thread: new since the call (a thread the
+		 * program made meanwhile is only never stopped, no harm) */
+		int nn = task_list(pid, now, 1024);
+		for (int i = 0; i < nn && nskip < 16; i++) {
+			int old_one = 0;
+			for (int k = 0; k < nw; k++)
+				old_one |= was[k] == now[i];
+			if (!old_one)
+				skip_tids[nskip++] = now[i];
+		}
+		if (rc == 0 && port > 0)
+			s.f_http_stop = f_http_stop;
+	}
+	if (rc == 0 && port >= 0)
 		rc = pt_call(t, f_start, (uint64_t)rate, 0, 0, &ret);
+	int started = (int)(uint32_t)ret;
+	if (rc == 0 && port >= 0 && started != 0 && s.f_http_stop)
+		rc = pt_call(t, s.f_http_stop, 0, 0, 0, &ret); /* the attach failed */
 	if (rc != 0) {
 		if (rc != -EFAULT && rc != -ESRCH)
 			pt_release(t);
@@ -345,7 +614,15 @@ cli_attach(int argc, char **argv)
 		return 1;
 	}
 	int64_t pause_attach = pt_release(t);
-	int started = (int)(uint32_t)ret;
+	if (port < 0) {
+		cli_err("attach: --http %s: %s in process %d%s: nothing was started "
+		        "there (the profiler's library stays loaded, inert, as after "
+		        "any detach)", http,
+		        port == -EALREADY ? "another heapprof attach is attached"
+		                          : strerror(-port), (int)pid,
+		        port == -EADDRINUSE ? " (choose another port; 0: any free one)" : "");
+		return 1;
+	}
 	if (started == -EPERM) {
 		cli_err("attach: process %d is already profiled (libheapprof.so was "
 		        "preloaded or linked into it)", (int)pid);
@@ -359,74 +636,34 @@ cli_attach(int argc, char **argv)
 		return 1;
 	}
 	fprintf(stderr, "heapprof: attached to %d (paused %.2f ms)%s\n", (int)pid,
-	        pause_attach / 1e6, seconds < 0 ? "; Ctrl-C to detach" : "");
-
-	/* ---- wait: -d, a signal, or the end of the process */
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_stop;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	int gone = 0;
-	while (!stop_sig) {
-		int wait_ms = 1000;
-		if (seconds >= 0) {
-			struct timespec n;
-			clock_gettime(CLOCK_MONOTONIC, &n);
-			double left = seconds - ((n.tv_sec - t0.tv_sec) + (n.tv_nsec - t0.tv_nsec) / 1e9);
-			if (left <= 0)
-				break;
-			wait_ms = left < 1 ? (int)(left * 1000) + 1 : 1000;
-		}
-		if (pidfd >= 0) {
-			struct pollfd p = {pidfd, POLLIN, 0};
-			if (poll(&p, 1, wait_ms) == 1) {
-				gone = 1;
-				break;
-			}
-		} else {
-			usleep((useconds_t)wait_ms * 1000);
-			if (kill(pid, 0) != 0 && errno == ESRCH) {
-				gone = 1;
-				break;
-			}
-		}
+	        pause_attach / 1e6,
+	        seconds < 0 ? "; Ctrl-C or `heapprof detach PID` to detach" : "");
+	if (http) {
+		char host[256];
+		snprintf(host, sizeof(host), "%.*s", (int)(strrchr(http, ':') - http), http);
+		fprintf(stderr, "heapprof: serving http://%s:%d/debug/pprof/ until the "
+		        "detach\n", host, port);
 	}
-	if (pidfd >= 0)
-		close(pidfd);
-	if (gone) {
+
+	/* ---- wait: -d, a signal, `heapprof detach`, or the end of the process */
+	int req = -1;
+	if (wait_end(pid, seconds, lfd, &open_mask, &req)) {
 		cli_err("attach: process %d ended before the detach: no profile", (int)pid);
+		if (req >= 0)
+			as_reply(req, 0, "the process ended before the detach: no profile");
 		return 1;
 	}
+	close(lfd); /* no second request: the name is free again */
 
-	/* ---- detach: the profile, then sampling off */
-	if (stop_thread(t, pid) != 0)
-		return 1;
-	at = pt_push(t, outabs, strlen(outabs) + 1);
-	uint64_t dumped = 0, stopped = 0;
-	rc = at ? pt_call(t, f_dump, at, 0, 0, &dumped) : -EFAULT;
+	/* ---- detach */
+	char msg[PATH_MAX + 256];
+	rc = detach_from(&s, msg, sizeof(msg));
 	if (rc == 0)
-		rc = pt_call(t, f_stop, 0, 0, 0, &stopped);
-	if (rc != 0) {
-		if (rc != -EFAULT && rc != -ESRCH)
-			pt_release(t);
-		cli_err("attach: the detach's remote call failed in process %d: %s",
-		        (int)pid, strerror(-rc));
-		return 1;
-	}
-	int64_t pause_detach = pt_release(t);
+		fprintf(stderr, "heapprof: %s\n", msg);
+	else
+		cli_err("%s", msg);
+	if (req >= 0)
+		as_reply(req, rc == 0, msg);
 	free(t);
-	int drc = (int)(uint32_t)dumped;
-	if (drc != 0) {
-		cli_err("attach: process %d could not write %s: %s (sampling stopped)",
-		        (int)pid, outabs, strerror(drc < 0 ? -drc : drc));
-		return 1;
-	}
-	fprintf(stderr, "heapprof: detached from %d (paused %.2f ms); wrote %s\n",
-	        (int)pid, pause_detach / 1e6, outabs);
-	return 0;
+	return rc;
 }

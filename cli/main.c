@@ -23,6 +23,7 @@ static const struct {
 } commands[] = {
 	{"run", cli_run, "run a program under the heap profiler"},
 	{"attach", cli_attach, "profile a running process (PID) for a while"},
+	{"detach", cli_detach, "end the heapprof attach session of a process (PID)"},
 	{"top", cli_top, "print the top allocation sites of a profile"},
 	{"delta", cli_delta, "subtract the cumulative values of two profiles"},
 	{"merge", cli_merge, "merge profiles of the same type into one"},

@@ -152,6 +152,11 @@ pt_stop_safe(pt_thread *t, pid_t pid, const pt_unsafe *u, int timeout_ms)
 		}
 		closedir(d);
 		for (int i = 0; i < n; i++) {
+			int skip = 0;
+			for (int k = 0; k < u->nskip; k++)
+				skip |= u->skip[k] == tids[i];
+			if (skip)
+				continue;
 			int r = stop_one(t, pid, tids[i]);
 			if (r == -EPERM)
 				return r;
@@ -426,6 +431,7 @@ pt_unsafe_ranges(pid_t pid, pt_unsafe *u)
 {
 	struct unsafe_arg a = {u, pid};
 	u->n = 0;
+	u->nskip = 0;
 	each_map(pid, unsafe_cb, &a);
 }
 

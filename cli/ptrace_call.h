@@ -19,6 +19,10 @@
 typedef struct pt_unsafe {
 	uint64_t lo[64], hi[64];
 	int n;
+	/* threads never chosen: the profiler's own (attach --http's
+	 * endpoint thread may hold its locks); the caller fills them */
+	pid_t skip[16];
+	int nskip;
 } pt_unsafe;
 
 typedef struct pt_thread {

@@ -546,6 +546,12 @@ heapprof__attach_rescan(void)
 
 #endif
 
+int
+heapprof__attach_loaded(void)
+{
+	return attach_mode;
+}
+
 /* The profile's comment on the attach, or "" (snapshot.c). */
 void
 heapprof__attach_comment(char *buf, size_t cap)

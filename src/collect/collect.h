@@ -758,5 +758,7 @@ heapprof__attach_poll(void)
 }
 /* The profile's comment on the attach, or "" (snapshot.c). */
 void heapprof__attach_comment(char *buf, size_t cap);
+/* 1 if heapprof attach loaded the library (serve/attach_http.c). */
+int heapprof__attach_loaded(void);
 
 #endif

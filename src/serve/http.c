@@ -99,6 +99,10 @@ static long http_pid;
  * leaving on its own (it detaches itself: no thread left unjoined) or
  * heapprof__http_stop (which joins it). */
 static _Atomic int http_claimed;
+/* Set by heapprof__http_stop (before it wakes the thread): the thread
+ * leaves at its next turn and leaves its joining to http_stop. Reset by
+ * heapprof__http_start (an attach's endpoint may start again). */
+static _Atomic int http_quit;
 
 /* ------------------------------------------------------------ responses */
 
@@ -651,7 +655,7 @@ http_main(void *arg)
 	for (;;) {
 		/* A seccomp filter is going in (sandbox.c): gone at once;
 		 * heapprof__http_stop closes the descriptors once it is. */
-		if (atomic_load(&heapprof__sandbox))
+		if (atomic_load(&heapprof__sandbox) || atomic_load(&http_quit))
 			break;
 		int timeout = heapprof__serve_thread_due();
 		if (!heapprof__fd_ours(&listen_k)) {
@@ -674,7 +678,8 @@ http_main(void *arg)
 		}
 		http_process(pfd, r > 0 ? n : 0, heapprof__mono_ms());
 	}
-	if (!atomic_load(&heapprof__sandbox) && !atomic_exchange(&http_claimed, 1))
+	if (!atomic_load(&heapprof__sandbox) && !atomic_load(&http_quit) &&
+	    !atomic_exchange(&http_claimed, 1))
 		pthread_detach(pthread_self());
 	return NULL;
 }
@@ -686,6 +691,8 @@ heapprof__http_start(void)
 	 * signals are never delivered to it. */
 	sigset_t all, old;
 	sigfillset(&all);
+	atomic_store(&http_quit, 0);
+	atomic_store(&http_claimed, 0);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_t th;
 	pthread_attr_t a;
@@ -715,6 +722,7 @@ heapprof__http_stop(void)
 	 * listening socket is shut down (if it is still ours; the thread
 	 * closes nothing on its way out, so the number cannot have been
 	 * given to the program meanwhile). */
+	atomic_store(&http_quit, 1);
 	if (heapprof__fd_ours(&listen_k))
 		shutdown(listen_k.fd, SHUT_RDWR);
 	if (!atomic_exchange(&http_claimed, 1))
@@ -729,6 +737,12 @@ heapprof__http_stop(void)
 		if (conns[i].state != C_FREE)
 			conn_close(&conns[i]);
 	hp_leave(t);
+}
+
+int
+heapprof__http_running(void)
+{
+	return http_pid && http_pid == (long)getpid();
 }
 
 HP_RARE void

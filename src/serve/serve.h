@@ -118,8 +118,11 @@ int heapprof__http_init(const char *spec, int allow_remote);
 int heapprof__http_port(void);
 int heapprof__http_start(void);
 void heapprof__http_atfork_child(void);
-/* Ends the endpoint's thread and waits until it is gone (sandbox). */
+/* Ends the endpoint's thread and waits until it is gone (sandbox, the
+ * attach's detach), and closes its descriptors. */
 void heapprof__http_stop(void);
+/* 1 if this process's endpoint thread was started and not stopped. */
+int heapprof__http_running(void);
 /* The poll timeout for a deadline `left` ms away: 0..1000000 (-1: none). */
 int heapprof__poll_timeout(int64_t left_ms);
 
