@@ -336,6 +336,7 @@ typedef struct session {
 	pt_thread *t;
 	uint64_t f_dump, f_stop, f_http_stop;
 	const char *outabs;
+	const char *lib; /* libheapprof.so's path as the kernel names it */
 } session;
 
 /* The detach: the endpoint off, the profile, then sampling off. 0, or 1
@@ -348,6 +349,22 @@ detach_from(session *s, char *msg, size_t cap)
 	if (stop_thread(t, pid) != 0) {
 		snprintf(msg, cap, "could not stop a thread of process %d to detach "
 		         "(see the session's output)", (int)pid);
+		return 1;
+	}
+	/* The process may have run exec since the attach: the addresses
+	 * found then point into nothing, or into the new program (calling
+	 * them crashed it: attach_review.exec). Looked at with a thread
+	 * stopped: an exec from another thread now would end that one
+	 * first, and the calls would fail with ESRCH. */
+	if (pt_symbol(pid, s->lib, "heapprof_attach_stop") != s->f_stop) {
+		pt_release(t);
+		char exe[PATH_MAX] = "", link[64];
+		snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+		ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+		exe[n > 0 ? (size_t)n : 0] = 0;
+		snprintf(msg, cap, "attach: process %d ran exec while attached (now %s): "
+		         "the profile of the program before it is lost; nothing was "
+		         "called in the new one", (int)pid, exe[0] ? exe : "?");
 		return 1;
 	}
 	uint64_t at = pt_push(t, s->outabs, strlen(s->outabs) + 1);
@@ -570,7 +587,7 @@ cli_attach(int argc, char **argv)
 		        msg[0] ? msg : "(no message)");
 		return 1;
 	}
-	session s = {pid, t, 0, 0, 0, outabs};
+	session s = {pid, t, 0, 0, 0, outabs, real};
 	uint64_t f_start = rc == 0 ? pt_symbol(pid, real, "heapprof_attach_start") : 0;
 	s.f_dump = rc == 0 ? pt_symbol(pid, real, "heapprof_dump_file") : 0;
 	s.f_stop = rc == 0 ? pt_symbol(pid, real, "heapprof_attach_stop") : 0;
