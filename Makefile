@@ -160,6 +160,10 @@ $(B)/tests/prog_customlabels: tests/integration/prog_customlabels.c
 $(B)/tests/prog_customlabels1: tests/integration/prog_customlabels.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -DCL_V1 -O1 -g -fno-omit-frame-pointer -fno-inline -rdynamic -o $@ $< -lpthread
+# prog_otelreview: -rdynamic too (its read() must bind heapprof's calls).
+$(B)/tests/prog_otelreview: tests/integration/prog_otelreview.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -rdynamic -o $@ $< -lpthread
 $(B)/tests/prog_%: tests/integration/prog_%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer -fno-inline -Iinclude -o $@ $< -lpthread -ldl -lm

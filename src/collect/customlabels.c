@@ -54,6 +54,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -64,7 +65,7 @@
 #define CL_MAX 16      /* labels read at most */
 #define CL_KEY_MAX 128 /* bytes of a key */
 #define CL_TEXT 1024   /* bytes of keys and values, with their NULs */
-#define CL_RANGES 1024 /* readable ranges kept (the lowest) */
+#define CL_RANGES 1024 /* readable ranges the first table holds */
 
 typedef struct {
 	size_t len;
@@ -80,29 +81,64 @@ static _Atomic int found;
 
 /* ------------------------------------------------ the readable mappings */
 
+/* The table: cap ranges' starts and ends. The first is static; a
+ * process with more readable ranges (a JVM, thousands of dlopened
+ * objects) gets a bigger one, mapped (as glibc's malloc maps memory),
+ * published with a release store and never unmapped (a reader may still
+ * be searching the old one): all of them together are less than twice
+ * the last. Before, the table kept the lowest CL_RANGES ranges and
+ * refused label memory above them, with a re-read of the maps per sample
+ * (otel_review.ranges). */
+typedef struct {
+	size_t cap;
+	uintptr_t *lo, *hi;
+} cl_table;
 /* (HP_BIG_BSS: 16 KiB a process without custom labels never touches,
  * kept off the pages of the small state that every process touches) */
-HP_BIG_BSS static uintptr_t lo[CL_RANGES], hi[CL_RANGES];
-static size_t nranges;
+HP_BIG_BSS static uintptr_t lo0[CL_RANGES], hi0[CL_RANGES];
+static cl_table tab0 = {CL_RANGES, lo0, hi0};
+static _Atomic(cl_table *) tab; /* NULL: tab0 */
+static _Atomic size_t nranges;   /* at most the table's cap */
 static _Atomic unsigned seq;
 static atomic_flag rebuilding = ATOMIC_FLAG_INIT;
 static _Atomic uintptr_t bad; /* a page still unreadable after a re-read */
 
-/* Reads /proc/self/maps into the table: the start, end and first
- * permission character of each line, a byte at a time through a buffer;
- * no allocation, no stdio. The caller holds `rebuilding`. */
-HP_RARE static void
-maps_read(void)
+static cl_table *
+table(void)
 {
-	int saved = errno;
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		errno = saved;
-		return;
-	}
-	atomic_fetch_add_explicit(&seq, 1, memory_order_acq_rel); /* odd */
+	cl_table *t = atomic_load_explicit(&tab, memory_order_acquire);
+	return t ? t : &tab0;
+}
+
+/* A table for at least `want` ranges, mapped; NULL if it cannot be. */
+HP_RARE static cl_table *
+table_new(size_t want)
+{
+	size_t cap = CL_RANGES;
+	while (cap < 2 * want && cap < ((size_t)1 << 24))
+		cap *= 2;
+	size_t len = sizeof(cl_table) + 2 * cap * sizeof(uintptr_t);
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	cl_table *t = m;
+	t->cap = cap;
+	t->lo = (uintptr_t *)(t + 1);
+	t->hi = t->lo + cap;
+	return t;
+}
+
+/* Parses the maps at fd into t: the start, end and first permission
+ * character of each line, a byte at a time through a buffer; no
+ * allocation, no stdio. Returns the number of (merged) readable ranges,
+ * which may be more than t holds. */
+HP_RARE static size_t
+maps_parse(int fd, cl_table *t)
+{
 	HP_BIG_BSS static char buf[4096];
 	size_t n = 0;
+	uintptr_t last = 0; /* the end of the last readable range */
 	int field = 0; /* 0: start, 1: end, 2: permissions, 3: the rest */
 	int r = 0, vvar = 0; /* readable; "[vvar" seen so far (its pages
 	                      * may raise SIGBUS when read) */
@@ -113,13 +149,17 @@ maps_read(void)
 			char c = buf[i];
 			if (c == '\n') {
 				if (r && vvar < 5 && b > a) {
-					if (n && hi[n - 1] == a)
-						hi[n - 1] = b; /* adjacent: merged */
-					else if (n < CL_RANGES) {
-						lo[n] = a;
-						hi[n] = b;
+					if (n && last == a) { /* adjacent: merged */
+						if (n <= t->cap)
+							t->hi[n - 1] = b;
+					} else {
+						if (n < t->cap) {
+							t->lo[n] = a;
+							t->hi[n] = b;
+						}
 						n++;
 					}
+					last = b;
 				}
 				field = r = vvar = 0;
 				a = b = 0;
@@ -145,8 +185,34 @@ maps_read(void)
 			}
 		}
 	}
+	return n;
+}
+
+/* Reads /proc/self/maps into the table, a bigger one if it does not hold
+ * them all. The caller holds `rebuilding`. */
+HP_RARE static void
+maps_read(void)
+{
+	int saved = errno;
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		errno = saved;
+		return;
+	}
+	atomic_fetch_add_explicit(&seq, 1, memory_order_acq_rel); /* odd */
+	cl_table *t = table();
+	size_t n = maps_parse(fd, t);
+	for (int tries = 0; n > t->cap && tries < 3; tries++) {
+		cl_table *big = table_new(n);
+		if (!big || lseek(fd, 0, SEEK_SET) != 0)
+			break; /* the lowest t->cap ranges, as they are */
+		atomic_store_explicit(&tab, big, memory_order_release);
+		t = big;
+		n = maps_parse(fd, t);
+	}
 	close(fd);
-	nranges = n;
+	atomic_store_explicit(&nranges, n < t->cap ? n : t->cap,
+	                      memory_order_relaxed);
 	atomic_fetch_add_explicit(&seq, 1, memory_order_release); /* even */
 	errno = saved;
 }
@@ -158,15 +224,18 @@ in_table(uintptr_t p, size_t len)
 	unsigned s = atomic_load_explicit(&seq, memory_order_acquire);
 	if (s & 1)
 		return 0;
-	size_t a = 0, b = nranges;
+	const cl_table *t = table();
+	size_t a = 0, b = atomic_load_explicit(&nranges, memory_order_relaxed);
+	if (b > t->cap)
+		b = t->cap; /* a table replaced meanwhile: the check below */
 	while (a < b) { /* the last range starting at or below p */
 		size_t m = (a + b) / 2;
-		if (lo[m] <= p)
+		if (t->lo[m] <= p)
 			a = m + 1;
 		else
 			b = m;
 	}
-	int ok = a > 0 && p + len <= hi[a - 1];
+	int ok = a > 0 && p + len <= t->hi[a - 1];
 	atomic_thread_fence(memory_order_acquire);
 	return ok && atomic_load_explicit(&seq, memory_order_relaxed) == s;
 }
@@ -266,6 +335,24 @@ heapprof__customlabels_labels(void)
 		return NULL;
 	int rc;
 	return n ? heapprof__labels_intern(kv, n, &rc) : NULL;
+}
+
+/* In a fork child: a thread of the parent's that was re-reading the maps
+ * is not in the child, and its `rebuilding` flag and odd `seq` would stay
+ * so (no labels in memory new to the table, then none at all: before,
+ * otel_review.fork_reread). Left as they are when the child forked from
+ * inside the profiler (a signal handler that may have interrupted this
+ * thread's own re-read, which then finishes it). */
+HP_RARE void
+heapprof__customlabels_atfork_child(int outside)
+{
+	if (!outside)
+		return;
+	if (atomic_load_explicit(&seq, memory_order_relaxed) & 1) {
+		atomic_store_explicit(&nranges, 0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&seq, 1, memory_order_release);
+	}
+	atomic_flag_clear(&rebuilding);
 }
 
 /* --------------------------------------------------------- the variable */

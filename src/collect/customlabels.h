@@ -16,5 +16,8 @@ const heapprof_labels *heapprof__customlabels_labels(void);
  * custom_labels_thread_local_data (v0) and reads the process's readable
  * mappings. Outside malloc only; startup as heapprof__otel_resolve's. */
 void heapprof__customlabels_resolve(int startup);
+/* In a fork child (init.c); outside: it did not fork from inside the
+ * profiler. */
+void heapprof__customlabels_atfork_child(int outside);
 
 #endif

@@ -138,6 +138,7 @@ atfork_child(void)
 	heapprof__unloaded_atfork_child();
 	heapprof__warn_atfork_child(); /* the parent's held lines are its own */
 	int st = fork_pop();
+	heapprof__customlabels_atfork_child(st != 0);
 	if (heapprof__hooks())
 		heapprof__delivery.atfork_child(st == 2);
 	if (st)

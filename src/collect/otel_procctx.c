@@ -48,14 +48,16 @@
  *
  * The sampled path reads one pointer (heapprof__otel_keymap, acquire) and
  * indexes it. A table is made in the arena, never freed nor changed, and
- * replaced by a release store; a new one only when the names change (the
- * map is append-only), at most TABLES_MAX of them.
+ * replaced by a release store; a new one only when the names differ from
+ * every table made so far (one made before is used again), at most
+ * TABLES_MAX of them (~0.6 MiB); past that, a map never seen gets numeric
+ * names, not those of another map.
  *
  * Shared state: `hdr` (the header's address; written by prctl, the maps
  * scan and a failed read, atomically), `req`/`busy` (one reader at a time:
  * a caller that finds another reading asks it to read again; `busy` holds
  * the reader's pid, so a fork child is not locked out by a parent's
- * reader), `last_ts` and `tables` (the reader's own, under `busy`).
+ * reader), `last_ts`, `tables` and `made` (the reader's own, under `busy`).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,6 +83,7 @@ static _Atomic unsigned req;
 static _Atomic int busy;
 static uint64_t last_ts; /* the timestamp of the payload last parsed */
 static unsigned tables;
+static const hp_keymap *made[TABLES_MAX]; /* the tables made, tables of them */
 
 /* n bytes at addr in this process, or -1 (unmapped, unreadable). */
 static int
@@ -278,15 +281,31 @@ publish(const keys *k)
 	}
 	const hp_keymap *cur =
 		atomic_load_explicit(&heapprof__otel_keymap, memory_order_acquire);
-	if (same(cur, k) || tables >= TABLES_MAX)
+	if (same(cur, k))
 		return;
+	/* A map made before (a publisher that rewrites its map back and
+	 * forth): that table again. None, and no room for one more: numeric
+	 * names, never the names of another map (before, the last table
+	 * made stayed: otel_review.tables labelled tenant what the map
+	 * called http_route once 256 tables were made). */
+	for (unsigned i = 0; i < tables; i++)
+		if (same(made[i], k)) {
+			atomic_store_explicit(&heapprof__otel_keymap, made[i],
+			                      memory_order_release);
+			return;
+		}
+	if (tables >= TABLES_MAX) {
+		atomic_store_explicit(&heapprof__otel_keymap, NULL,
+		                      memory_order_release);
+		return;
+	}
 	size_t text = 0;
 	for (uint32_t i = 0; i < k->n; i++)
 		text += k->len[i] ? k->len[i] + 1u : 0;
 	hp_keymap *m = heapprof__arena_alloc(sizeof(*m) + text);
 	if (!m)
 		return;
-	tables++;
+	made[tables++] = m;
 	char *t = (char *)(m + 1);
 	m->n = k->n;
 	for (uint32_t i = 0; i < 256; i++)
