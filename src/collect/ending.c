@@ -236,7 +236,7 @@ our_action(struct sigaction *a)
 /* Whether our handler may stand in for SIG_DFL of signal slot k in
  * process `pid`: not in a namespace's init, where SIG_DFL means ignored,
  * unless the user named the signal in HEAPPROF_SIGNAL. */
-static int
+HP_RARE static int
 may_handle(int k, long pid)
 {
 	const int sigs[2] = {SIGTERM, SIGINT};

@@ -83,7 +83,9 @@ static _Atomic unsigned req;
 static _Atomic int busy;
 static uint64_t last_ts; /* the timestamp of the payload last parsed */
 static unsigned tables;
-static const hp_keymap *made[TABLES_MAX]; /* the tables made, tables of them */
+/* the tables made, tables of them (HP_BIG_BSS: 2 KiB kept off the pages
+ * of the small state every process touches) */
+HP_BIG_BSS static const hp_keymap *made[TABLES_MAX];
 
 /* n bytes at addr in this process, or -1 (unmapped, unreadable). */
 static int
