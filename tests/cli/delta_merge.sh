@@ -60,7 +60,42 @@ done
 printf 'this is not a profile\n' >"$IN/text"
 printf '\037\213\010\000\000\000\000\000\000\003garbage after a gzip header' >"$IN/badgzip"
 : >"$IN/empty"
-head -c 1000 "$NEW" >"$IN/cut.pprof"    # raw, cut inside a field
+# raw, cut inside a field: the middle of the first top-level
+# length-delimited field that ends past byte 1000 (a fixed 1000 bytes
+# fell on a field boundary of a generated profile once: a whole prefix,
+# refused for its missing string table, not as truncated)
+python3 - "$NEW" "$IN/cut.pprof" <<'PY'
+import sys
+b = open(sys.argv[1], 'rb').read()
+def varint(i):
+    v = s = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7f) << s; s += 7
+        if c < 0x80:
+            return v, i
+i = 0
+while i < len(b):
+    key, j = varint(i)
+    wt = key & 7
+    if wt == 0:
+        _, j = varint(j)
+    elif wt == 1:
+        j += 8
+    elif wt == 5:
+        j += 4
+    elif wt == 2:
+        n, k = varint(j)
+        j = k + n
+        if j > 1000 and n > 2:
+            cut = (k + j) // 2
+            break
+    else:
+        raise SystemExit("unexpected wire type %d" % wt)
+    i = j
+else:
+    raise SystemExit("no field past byte 1000")
+open(sys.argv[2], 'wb').write(b[:cut])
+PY
 head -c 1000 "$GNEW" >"$IN/cut.pb.gz"  # gzip'd, cut inside the stream
 cp "$NEW" "$IN/-dash.pprof"
 names=
