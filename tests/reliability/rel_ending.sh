@@ -100,6 +100,15 @@ d=$TMPD/run; mkdir -p "$d"
 pid=$!
 wait_ready "$d/out"
 kill -TERM $pid
+# bounded: a hang here once took the whole script to the runner's 600 s
+# limit (CI, 850bfa2) with no stack; now every thread's stack, then a FAIL
+_n=0
+while kill -0 $pid 2>/dev/null && [ $_n -lt 300 ]; do sleep 0.1; _n=$((_n + 1)); done
+if kill -0 $pid 2>/dev/null; then
+	hang_dump $pid | sed 's/^/  rel.ending.run: /' >&2
+	fail rel.ending.run.hang "heapprof run still running 30 s after SIGTERM"
+	pkill -KILL -P $pid 2>/dev/null; kill -KILL $pid 2>/dev/null
+fi
 wait $pid
 rc=$?
 [ $rc -eq 143 ] && pass rel.ending.run.status || fail rel.ending.run.status "status $rc, expected 143"
